@@ -1,0 +1,58 @@
+# eos — the README's two commands are `make run` and `make test`.
+# Everything downloaded (pip wheels, Maven jars, the assembled Kafka) is cached
+# under .cache/, which this Makefile owns; `make clean-cache` removes it.
+
+PYTHON      ?= python3.11
+VENV        := .venv
+CACHE       := $(CURDIR)/.cache
+BIN         := $(VENV)/bin
+STAMP       := $(VENV)/.installed
+export PIP_CACHE_DIR := $(CACHE)/pip
+export EOS_CACHE_DIR := $(CACHE)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.DEFAULT_GOAL := help
+.PHONY: install help run stop test lint typecheck unit integration system bench kafka clean clean-cache
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 (or run make PYTHON=/path/to/python3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install eos with its dev tools
+
+run: $(STAMP) ## the main job: local Kafka + the demo, end to end
+	$(BIN)/eos run
+
+stop: $(STAMP) ## stop what `make run` started (worker and local Kafka)
+	$(BIN)/eos dev-kafka stop
+
+kafka: $(STAMP) ## start the local Kafka only (eos dev-kafka start)
+	$(BIN)/eos dev-kafka start
+
+lint: $(STAMP) ## ruff (lint + format check)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP) ## mypy, strict on eos/
+	$(BIN)/mypy
+
+unit: $(STAMP) ## unit tests only (no I/O)
+	$(BIN)/pytest tests/unit
+
+test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system)
+	$(BIN)/pytest
+
+bench: $(STAMP) ## the benchmark tables under bench/
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean: ## remove .venv and tool caches (keeps downloads in .cache)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+clean-cache: ## remove every download (pip, Maven, Kafka jars)
+	rm -rf $(CACHE)

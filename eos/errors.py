@@ -1,0 +1,125 @@
+"""The one exception tree of eos.
+
+Every error eos raises on purpose derives from :class:`EosError`. Each class
+says whether retrying can help (``retriable``) and whether the condition means
+that *this instance* has been superseded (``zombie``)::
+
+    EosError
+    ├── ConfigError                  bad setting: names the key, the value, what is allowed
+    ├── PluginError                  connector class cannot be found or loaded
+    ├── RetriableError               try again with backoff (broker unavailable, coordinator moving)
+    │   ├── ReadToEndTimeout         a log could not be read to its end in time
+    │   └── CoordinatorNotAvailable  a coordinator lookup failed and may succeed later
+    ├── FencedError                  this producer/task/leader is a zombie: stop, never retry
+    ├── TaskError                    a task cannot go on; it is FAILED with this message
+    │   ├── ConversionError          a record could not be converted or sent
+    │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
+    │   └── TransactionRequestError  the connector asked for an impossible commit/abort
+    ├── FencingError                 a fencing round failed (per transactional id details)
+    ├── TopicError                   an internal topic exists with the wrong layout
+    ├── NotFoundError                a connector or task does not exist (REST 404)
+    ├── ConflictError                the request raced a change of the cluster (REST 409)
+    └── DevKafkaError                the local development broker cannot be assembled or run
+
+Rules: a :class:`FencedError` is never retried and a fenced task writes no
+status; only :class:`RetriableError` subclasses are retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class EosError(Exception):
+    """Base class of every error eos raises on purpose."""
+
+    retriable: bool = False
+    zombie: bool = False
+
+
+class ConfigError(EosError):
+    """A setting has an invalid value; raised by config parsing and validation."""
+
+    def __init__(self, key: str, value: object, allowed: str) -> None:
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"invalid value {value!r} for setting {key!r}: {allowed}")
+
+
+class PluginError(EosError):
+    """A connector plugin cannot be found by alias, entry point or class path, or
+    does not subclass the expected API class."""
+
+
+class RetriableError(EosError):
+    """A transient condition; the caller may retry with backoff."""
+
+    retriable = True
+
+
+class ReadToEndTimeout(RetriableError):
+    """A log was not read up to the end offsets listed when the read began.
+
+    Usually an open transaction on the topic holds the last stable offset back
+    (a read_committed reader cannot pass it until it commits, aborts or times
+    out), or the broker is unreachable.
+    """
+
+
+class CoordinatorNotAvailable(RetriableError):
+    """FindCoordinator failed with a retriable error (coordinator loading or moving)."""
+
+
+class FencedError(EosError):
+    """A newer instance holds our transactional id: this instance is a zombie.
+
+    Raised when the broker answers ``ProducerFenced`` or ``InvalidProducerEpoch``.
+    The holder must stop at once, commit nothing, retry nothing and write no status.
+    """
+
+    zombie = True
+
+
+class TaskError(EosError):
+    """A task cannot continue; the task becomes FAILED with this message."""
+
+
+class ConversionError(TaskError):
+    """A record could not be converted or sent; the message names its source
+    partition and offset."""
+
+
+class TransactionTimedOut(TaskError):
+    """The broker aborted the task's open transaction because it outlived
+    ``transaction.timeout.ms``."""
+
+
+class TransactionRequestError(TaskError):
+    """A connector asked to both commit and abort the same batch or record."""
+
+
+class FencingError(EosError):
+    """Fencing some transactional ids failed. ``failures`` maps each id that
+    could not be fenced to a message saying what is missing."""
+
+    def __init__(self, failures: Mapping[str, str]) -> None:
+        self.failures = dict(failures)
+        detail = "; ".join(f"{tid}: {msg}" for tid, msg in sorted(self.failures.items()))
+        super().__init__(f"could not fence {len(self.failures)} transactional id(s): {detail}")
+
+
+class TopicError(EosError):
+    """An internal topic exists with a layout eos cannot use (partitions, cleanup policy)."""
+
+
+class NotFoundError(EosError):
+    """A connector or task that was asked for does not exist."""
+
+
+class ConflictError(EosError):
+    """The request raced a change of the cluster (new task configs, a rebalance)."""
+
+
+class DevKafkaError(EosError):
+    """The local development Kafka cannot be assembled, started or stopped."""

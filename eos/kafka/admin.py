@@ -1,0 +1,99 @@
+"""Topic administration: create topics, and check that existing ones fit.
+
+``replication_factor=-1`` means "the broker's ``default.replication.factor``";
+aiokafka cannot send -1 in CreateTopics, so it is read from a broker first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from aiokafka import errors as kerrors
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from eos.errors import TopicError
+from eos.kafka.clients import ClientConfig, make_admin
+
+log = structlog.get_logger(__name__)
+
+
+async def ensure_topic(
+    config: ClientConfig,
+    name: str,
+    *,
+    partitions: int,
+    replication_factor: int = -1,
+    topic_configs: Mapping[str, str] | None = None,
+    compacted: bool = False,
+    check: bool = False,
+) -> bool:
+    """Create ``name`` unless it exists; True if this call created it.
+
+    With ``check``, an existing topic must have ``partitions`` partitions and,
+    when ``compacted``, ``cleanup.policy=compact``; otherwise :class:`TopicError`.
+    """
+    settings = dict(topic_configs or {})
+    if compacted:
+        settings["cleanup.policy"] = "compact"
+    admin = make_admin(config)
+    await admin.start()
+    try:
+        rf = replication_factor
+        if rf == -1:
+            rf = await _default_replication_factor(admin)
+        response = await admin.create_topics([NewTopic(name, partitions, rf, None, settings)])
+        code = response.topic_errors[0][1]
+        error = kerrors.for_code(code)
+        if error is kerrors.NoError:
+            log.info("topic created", topic=name, partitions=partitions, replication_factor=rf)
+            return True
+        if error is not kerrors.TopicAlreadyExistsError:
+            message = response.topic_errors[0][2] if len(response.topic_errors[0]) > 2 else ""
+            raise TopicError(f"cannot create topic {name!r}: {error.__name__} {message or ''}")
+        if check:
+            await _check_layout(admin, name, partitions, compacted)
+        return False
+    finally:
+        await admin.close()
+
+
+async def _default_replication_factor(admin: AIOKafkaAdminClient) -> int:
+    cluster = await admin.describe_cluster()
+    broker_id = cluster["brokers"][0]["node_id"]
+    value = await _config_value(
+        admin, ConfigResourceType.BROKER, str(broker_id), "default.replication.factor"
+    )
+    return int(value) if value else 1
+
+
+async def _config_value(admin: AIOKafkaAdminClient, kind: Any, name: str, key: str) -> str | None:
+    responses = await admin.describe_configs([ConfigResource(kind, name, {key: None})])
+    for response in responses:
+        for resource in response.resources:
+            for entry in resource[4]:
+                if entry[0] == key:
+                    return str(entry[1])
+    return None
+
+
+async def _check_layout(
+    admin: AIOKafkaAdminClient, name: str, partitions: int, compacted: bool
+) -> None:
+    described = (await admin.describe_topics([name]))[0]
+    actual = len(described["partitions"])
+    if actual != partitions:
+        raise TopicError(
+            f"topic {name!r} exists with {actual} partition(s) but eos needs {partitions}: "
+            "delete it or point the setting at another topic"
+        )
+    if compacted:
+        policy = await _config_value(admin, ConfigResourceType.TOPIC, name, "cleanup.policy")
+        if policy is None or "compact" not in policy:
+            raise TopicError(
+                f"topic {name!r} exists with cleanup.policy={policy} but eos needs compact: "
+                f"run kafka-configs --alter --entity-type topics --entity-name {name} "
+                "--add-config cleanup.policy=compact, or use another topic"
+            )

@@ -1,0 +1,1 @@
+"""Prometheus metric definitions and the exporter (filled in by the metrics issue)."""

@@ -1,0 +1,2 @@
+"""What runs: the ``eos`` command line, the worker service, REST API, dev Kafka,
+bundled connectors and the verifier."""

@@ -1,0 +1,85 @@
+"""The ``eos`` command line: ``eos dev-kafka``, ``eos run`` and the commands later issues add."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from eos.errors import EosError
+from services import dev_kafka, log_setup
+
+
+def _dev_kafka(args: argparse.Namespace) -> int:
+    kafka = dev_kafka.DevKafka(args.data_dir)
+    if args.action == "start":
+        try:
+            state = kafka.start(args.brokers, args.port)
+        except dev_kafka.AlreadyRunning as already:
+            print(str(already))
+            return 0
+        print(f"Kafka {state.version} ready: bootstrap.servers={state.bootstrap}")
+        print(f"  data and logs: {state.data_dir}   stop with: eos dev-kafka stop")
+    elif args.action == "stop":
+        stopped = kafka.stop()
+        print(f"stopped broker(s) {stopped}" if stopped else "no dev-kafka broker was running")
+    else:
+        known = kafka.state()
+        if known is None:
+            print(f"no dev-kafka cluster in {kafka.data_dir}")
+            return 3
+        for node in known.nodes:
+            what = f"running (pid {node.pid})" if node.alive() else "stopped"
+            print(f"broker {node.node_id}: {node.bootstrap} {what}; log {node.log_file}")
+        return 0 if kafka.running() else 3
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from services.demo import run_demo
+
+    kafka = dev_kafka.DevKafka(args.data_dir)
+    state = kafka.running()
+    if state is None:
+        state = kafka.start(1, args.port)
+        print(f"started Kafka {state.version} at {state.bootstrap} (data: {state.data_dir})")
+    else:
+        print(f"using the Kafka that already runs at {state.bootstrap}")
+    ok = run_demo(state.bootstrap)
+    print(f"Kafka keeps running at {state.bootstrap}; stop it with: make stop")
+    return 0 if ok else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="eos", description="exactly-once into Apache Kafka")
+    top.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    dk = sub.add_parser("dev-kafka", help="a local Apache Kafka (KRaft) on 127.0.0.1")
+    dk.add_argument("action", choices=["start", "stop", "status"])
+    dk.add_argument("--brokers", type=int, default=1, help="number of nodes (default 1)")
+    dk.add_argument("--port", type=int, default=9092, help="first client port; 0 = free ports")
+    dk.add_argument("--data-dir", type=Path, default=None, help="default $EOS_CACHE_DIR/dev-kafka")
+    dk.set_defaults(func=_dev_kafka)
+
+    run = sub.add_parser("run", help="the main job on embedded defaults")
+    run.add_argument("--port", type=int, default=9092)
+    run.add_argument("--data-dir", type=Path, default=None)
+    run.set_defaults(func=_run)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    log_setup.configure(args.log_level)
+    try:
+        code: int = args.func(args)
+    except EosError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Shared fixtures: a real KRaft broker started by the project's own harness
+(services.dev_kafka), factories for unique topics, groups and transactional ids,
+and broker logs attached to failing tests. If the broker cannot start, every
+test that needs it fails: nothing is skipped."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from eos.kafka import ClientConfig
+from eos.kafka.admin import ensure_topic
+from services.dev_kafka import ClusterState, DevKafka
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))
+logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+_clusters: dict[str, DevKafka] = {}
+
+
+def _start(name: str, brokers: int, tmp_path_factory: pytest.TempPathFactory) -> DevKafka:
+    kafka = DevKafka(tmp_path_factory.mktemp(name), heap="512m")
+    _clusters[name] = kafka
+    kafka.start(brokers, port=0)
+    return kafka
+
+
+@pytest.fixture(scope="session")
+def dev_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevKafka]:
+    """One broker for the whole session (started on first use)."""
+    kafka = _start("kafka", 1, tmp_path_factory)
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevKafka]:
+    """Three brokers (replication 3, min ISR 2) for fault tests."""
+    kafka = _start("kafka3", 3, tmp_path_factory)
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka(dev_kafka: DevKafka) -> ClusterState:
+    state = dev_kafka.state()
+    assert state is not None
+    return state
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka: ClusterState) -> str:
+    return kafka.bootstrap
+
+
+@pytest.fixture
+def client_config(bootstrap: str) -> ClientConfig:
+    return ClientConfig({"bootstrap.servers": bootstrap})
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Names unique to this test run: ``unique_name("topic")`` → ``topic-<test>-<n>-<rand>``."""
+    test = request.node.name.split("[")[0].replace("_", "-")[:40]
+    run = uuid.uuid4().hex[:6]
+    return lambda kind: f"{kind}-{test}-{next(_counter)}-{run}"
+
+
+TopicFactory = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+async def topic_factory(
+    client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> TopicFactory:
+    """``await topic_factory(partitions=3, compacted=False)`` creates a fresh topic."""
+
+    async def create(partitions: int = 1, *, compacted: bool = False, name: str = "") -> str:
+        topic = name or unique_name("topic")
+        await ensure_topic(client_config, topic, partitions=partitions, compacted=compacted)
+        return topic
+
+    return create
+
+
+@pytest.fixture
+def transactional_id(unique_name: Callable[[str], str]) -> Callable[[], str]:
+    return lambda: unique_name("txn")
+
+
+@pytest.fixture
+def group_id(unique_name: Callable[[str], str]) -> str:
+    return unique_name("group")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if report.failed and _clusters:  # type: ignore[attr-defined]
+        for name, kafka in _clusters.items():
+            for node_id, tail in kafka.logs(60):
+                report.sections.append((f"broker log {name}/{node_id} (tail)", tail))  # type: ignore[attr-defined]
+    return report

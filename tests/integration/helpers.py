@@ -1,0 +1,25 @@
+"""Small helpers shared by integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from aiokafka import AIOKafkaProducer
+
+from eos.kafka import ClientConfig, make_producer, read_to_end
+
+
+@asynccontextmanager
+async def producer(config: ClientConfig, **kwargs: object) -> AsyncIterator[AIOKafkaProducer]:
+    p = make_producer(config, **kwargs)
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.stop()
+
+
+async def committed_values(config: ClientConfig, topic: str, timeout: float = 30) -> list[bytes]:
+    """Every value a read_committed reader sees in ``topic``."""
+    return [r.value for r in await read_to_end(config, topic, timeout=timeout)]
