@@ -1,0 +1,89 @@
+"""The connector side of the API: :class:`SourceConnector` and what it can ask of the framework."""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from eos.config.definition import ConfigDef
+
+if TYPE_CHECKING:
+    from eos.api.task import SourceTask
+
+
+class ExactlyOnceSupport(enum.Enum):
+    """Whether a connector can deliver exactly once with a given configuration.
+
+    SUPPORTED means: every source partition goes to at most one task at a time,
+    and tasks resume solely from the offsets they gave the framework.
+    """
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+
+
+class ConnectorTransactionBoundaries(enum.Enum):
+    """Whether a connector's tasks can define transaction boundaries
+    (``transaction.boundary=connector``) with a given configuration."""
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+
+
+class ConnectorContext(Protocol):
+    """What a running connector may ask of the framework."""
+
+    def request_task_reconfiguration(self) -> None:
+        """Ask the framework to call :meth:`SourceConnector.task_configs` again and,
+        if the result differs, start a new generation of tasks (after fencing the old)."""
+
+    def raise_error(self, error: BaseException) -> None:
+        """Fail the connector with ``error`` (its status becomes FAILED)."""
+
+
+class SourceConnector(ABC):
+    """A source connector: splits the work into task configurations.
+
+    Lifecycle: the framework sets :attr:`context`, awaits :meth:`start`, calls
+    :meth:`task_configs` whenever it (re)creates tasks, and awaits :meth:`stop`.
+    """
+
+    context: ConnectorContext
+
+    def version(self) -> str:
+        return "0.0.0"
+
+    def config_def(self) -> ConfigDef:
+        """The connector's own settings (validated on create, update and validate)."""
+        return ConfigDef()
+
+    @abstractmethod
+    async def start(self, config: Mapping[str, str]) -> None:
+        """Start with the connector's configuration (all settings, as strings)."""
+
+    @abstractmethod
+    def task_class(self) -> type[SourceTask]:
+        """The task class that runs each task configuration."""
+
+    @abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """At most ``max_tasks`` task configurations; each source partition in one only."""
+
+    async def stop(self) -> None:
+        """Release what :meth:`start` acquired."""
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED, UNSUPPORTED, or None when it cannot be determined (the default)."""
+        return None
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        """SUPPORTED if tasks use :class:`~eos.api.TransactionContext` with this config."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Problems per setting; by default those found by :meth:`config_def`."""
+        return self.config_def().validate(config)

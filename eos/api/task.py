@@ -1,0 +1,88 @@
+"""The task side of the API: :class:`SourceTask` and its context."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eos.api.records import RecordMetadata, SourcePartition, SourceRecord
+
+
+class OffsetStorageReader(Protocol):
+    """Reads the committed offsets of this connector's source partitions.
+
+    With a separate ``offsets.storage.topic`` the view is combined: the
+    connector's own topic wins; partitions found only in the worker's global
+    offsets topic come from there.
+    """
+
+    async def offset(self, partition: SourcePartition) -> dict[str, Any] | None:
+        """The committed offset of ``partition``, or None if it has none."""
+
+    async def offsets(self, partitions: Sequence[SourcePartition]) -> list[dict[str, Any] | None]:
+        """Committed offsets of ``partitions``, in the same order (None where none)."""
+
+
+class TransactionContext(Protocol):
+    """Lets a task define transaction boundaries (``transaction.boundary=connector``).
+
+    Without a record, the request applies after the next batch returned by
+    ``poll`` has been sent; with a record, right after that record. A
+    record-level request wins over a batch-level one. Asking to commit and
+    abort the same batch or record fails the task. Records of an aborted
+    transaction never become visible, but their offsets still advance (abort
+    means "drop these records", not "rewind").
+    """
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None: ...
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class SourceTaskContext:
+    """Given to :meth:`SourceTask.start`.
+
+    ``transaction_context`` is present only when the connector runs with
+    ``transaction.boundary=connector`` and exactly-once enabled.
+    """
+
+    connector: str
+    task_id: int
+    offset_reader: OffsetStorageReader
+    transaction_context: TransactionContext | None = None
+
+
+class SourceTask(ABC):
+    """One task: reads its share of the source and returns records.
+
+    :meth:`poll` may be cancelled when the task stops; records it had not yet
+    returned are simply not delivered. Progress must be tracked only through
+    the offsets the framework stores, never through :meth:`commit` or
+    :meth:`commit_record` (they are not guaranteed to run before a crash).
+    """
+
+    def version(self) -> str:
+        return "0.0.0"
+
+    @abstractmethod
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        """Start; read where to resume with ``context.offset_reader``."""
+
+    @abstractmethod
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        """The next records, or None/empty when there are none right now.
+        May wait a little for data; should not wait for long."""
+
+    async def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """Called after the transaction holding ``record`` committed (``metadata`` is
+        None if a transform dropped the record)."""
+
+    async def commit(self) -> None:
+        """Called after each successful commit, after :meth:`commit_record` calls."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Release resources. Called once, after the last poll."""

@@ -1,0 +1,1 @@
+"""Definitions and validation of worker and connector settings."""
