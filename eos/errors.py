@@ -6,6 +6,7 @@ that *this instance* has been superseded (``zombie``)::
 
     EosError
     ├── ConfigError                  bad setting: names the key, the value, what is allowed
+    ├── ValidationError              a connector config has problems (all of them, per key)
     ├── PluginError                  connector class cannot be found or loaded
     ├── RetriableError               try again with backoff (broker unavailable, coordinator moving)
     │   ├── ReadToEndTimeout         a log could not be read to its end in time
@@ -45,6 +46,20 @@ class ConfigError(EosError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"invalid value {value!r} for setting {key!r}: {allowed}")
+
+
+class ValidationError(EosError):
+    """A connector configuration is invalid; ``problems`` maps each setting to its errors."""
+
+    def __init__(self, problems: Mapping[str, list[str]]) -> None:
+        self.problems = {k: list(v) for k, v in problems.items() if v}
+        count = sum(len(v) for v in self.problems.values())
+        listed = "\n".join(m for msgs in self.problems.values() for m in msgs)
+        super().__init__(
+            f"Connector configuration is invalid and contains the following {count} "
+            f"error(s):\n{listed}\nYou can also find the above list of errors at the "
+            "endpoint `/connector-plugins/{connectorType}/config/validate`"
+        )
 
 
 class PluginError(EosError):

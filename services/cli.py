@@ -51,6 +51,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _worker(args: argparse.Namespace) -> int:
+    from services.worker_service import main as worker_main
+
+    return worker_main(args.worker_config, args.connector_configs)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from services.verify import run
+
+    return run(args)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="eos", description="exactly-once into Apache Kafka")
     top.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
@@ -62,6 +74,17 @@ def parser() -> argparse.ArgumentParser:
     dk.add_argument("--port", type=int, default=9092, help="first client port; 0 = free ports")
     dk.add_argument("--data-dir", type=Path, default=None, help="default $EOS_CACHE_DIR/dev-kafka")
     dk.set_defaults(func=_dev_kafka)
+
+    worker = sub.add_parser("worker", help="run a worker (REST API, connectors from files)")
+    worker.add_argument("worker_config", help="worker settings (.properties, .yaml or .json)")
+    worker.add_argument("connector_configs", nargs="*", help="connectors to create or update")
+    worker.set_defaults(func=_worker)
+
+    from services.verify import add_arguments as verify_arguments
+
+    verify = sub.add_parser("verify", help="check a topic's seqnos: no duplicates, no gaps")
+    verify_arguments(verify)
+    verify.set_defaults(func=_verify)
 
     run = sub.add_parser("run", help="the main job on embedded defaults")
     run.add_argument("--port", type=int, default=9092)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from eos.api.records import RecordMetadata, SourcePartition, SourceRecord
+
+T = TypeVar("T")
 
 
 class OffsetStorageReader(Protocol):
@@ -41,6 +43,24 @@ class TransactionContext(Protocol):
     def abort_transaction(self, record: SourceRecord | None = None) -> None: ...
 
 
+class WorkerResources(Protocol):
+    """What the worker shares with every task it runs.
+
+    ``settings`` are the worker's plugin-visible settings (e.g. ``spark.*``).
+    :meth:`shared` returns one object per worker and key, created on first use
+    and closed (in a thread) when the worker stops — e.g. a Spark session.
+    :meth:`run_blocking` runs a blocking call in the worker's bounded thread pool
+    (``thread.pool.size``), never on the event loop.
+    """
+
+    @property
+    def settings(self) -> Mapping[str, str]: ...
+
+    def shared(self, key: str, factory: Callable[[], T], close: Callable[[T], None]) -> T: ...
+
+    async def run_blocking(self, func: Callable[..., T], *args: Any) -> T: ...
+
+
 @dataclass(frozen=True)
 class SourceTaskContext:
     """Given to :meth:`SourceTask.start`.
@@ -52,6 +72,7 @@ class SourceTaskContext:
     connector: str
     task_id: int
     offset_reader: OffsetStorageReader
+    resources: WorkerResources
     transaction_context: TransactionContext | None = None
 
 

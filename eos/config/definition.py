@@ -12,6 +12,7 @@ problem per key instead (for ``PUT /connector-plugins/{type}/config/validate``).
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -257,3 +258,19 @@ class NonEmpty:
     def __call__(self, key: str, value: Any) -> None:
         if value is not None and len(value) == 0:
             raise ConfigError(key, value, "must not be empty")
+
+
+class TopicName:
+    """A legal Kafka topic name: 1 to 249 of ``a-z A-Z 0-9 . _ -``, not ``.`` or ``..``."""
+
+    allowed = "a Kafka topic name: 1 to 249 characters from a-z, A-Z, 0-9, '.', '_' and '-'"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is None:
+            return
+        legal = _TOPIC_CHARS.fullmatch(value) is not None and value not in (".", "..")
+        if not legal:
+            raise ConfigError(key, value, f"must be {self.allowed}, other than '.' and '..'")
+
+
+_TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]{1,249}")

@@ -1,0 +1,771 @@
+"""Writes the Grafana dashboards under deploy/grafana/dashboards/ (checked in).
+
+    python deploy/grafana/build_dashboards.py          # rewrite the JSON files
+    python deploy/grafana/build_dashboards.py --check  # exit 1 if they are stale
+
+Plain dicts in Grafana's dashboard JSON model (schemaVersion 39, Grafana 10/11).
+Every panel queries the Prometheus data source chosen by the ``datasource``
+variable. The integration test evaluates every ``expr`` here against a real
+Prometheus, so keep them plain PromQL plus Grafana's ``$__rate_interval``,
+``$connector`` and ``$task``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parent / "dashboards"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+RI = "$__rate_interval"
+
+Json = dict[str, Any]
+
+
+class Layout:
+    """Places panels left to right in a 24-column grid and numbers them."""
+
+    def __init__(self) -> None:
+        self.panels: list[Json] = []
+        self.x = 0
+        self.y = 0
+        self.row_h = 0
+
+    def add(self, panel: Json, w: int, h: int) -> None:
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        panel["id"] = len(self.panels) + 1
+        panel["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.panels.append(panel)
+        self.x += w
+        self.row_h = max(self.row_h, h)
+
+    def row(self, title: str) -> None:
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        self.add({"type": "row", "title": title, "collapsed": False, "panels": []}, 24, 1)
+        self.x, self.y, self.row_h = 0, self.y + 1, 0
+
+
+def target(expr: str, legend: str = "", ref: int = 0, **extra: Any) -> Json:
+    return {
+        "refId": chr(ord("A") + ref),
+        "datasource": DS,
+        "expr": expr,
+        "legendFormat": legend or "__auto",
+        "range": True,
+        **extra,
+    }
+
+
+def targets(*pairs: tuple[str, str]) -> list[Json]:
+    return [target(expr, legend, i) for i, (expr, legend) in enumerate(pairs)]
+
+
+def timeseries(
+    title: str, description: str, queries: list[Json], unit: str = "short", *, stack: bool = False
+) -> Json:
+    return {
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "targets": queries,
+        "fieldConfig": {
+            "defaults": {
+                "unit": unit,
+                "min": 0,
+                "custom": {
+                    "drawStyle": "line",
+                    "lineWidth": 1,
+                    "fillOpacity": 20 if stack else 10,
+                    "showPoints": "never",
+                    "spanNulls": False,
+                    "stacking": {"mode": "normal" if stack else "none", "group": "A"},
+                },
+            },
+            "overrides": [],
+        },
+        "options": {
+            "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+    }
+
+
+def stat(
+    title: str, description: str, expr: str, unit: str = "none", red_at: float | None = None
+) -> Json:
+    steps: list[Json] = [{"color": "green", "value": None}]
+    if red_at is not None:
+        steps.append({"color": "red", "value": red_at})
+    return {
+        "type": "stat",
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "targets": [target(expr, "", 0, instant=True, range=False)],
+        "fieldConfig": {
+            "defaults": {
+                "unit": unit,
+                "thresholds": {"mode": "absolute", "steps": steps},
+                "color": {"mode": "thresholds"},
+            },
+            "overrides": [],
+        },
+        "options": {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "background",
+            "graphMode": "area",
+            "textMode": "auto",
+        },
+    }
+
+
+def table(title: str, description: str, expr: str) -> Json:
+    return {
+        "type": "table",
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "targets": [target(expr, "", 0, instant=True, range=False, format="table")],
+        "fieldConfig": {"defaults": {}, "overrides": []},
+        "options": {"showHeader": True},
+        "transformations": [
+            {
+                "id": "organize",
+                "options": {"excludeByName": {"Time": True, "Value": True}},
+            }
+        ],
+    }
+
+
+def heatmap(title: str, description: str, expr: str) -> Json:
+    return {
+        "type": "heatmap",
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "targets": [target(expr, "{{le}}", 0, format="heatmap")],
+        "options": {
+            "calculate": False,
+            "yAxis": {"axisPlacement": "left", "unit": "short"},
+            "cellGap": 1,
+            "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+            "tooltip": {"show": True, "yHistogram": False},
+        },
+        "fieldConfig": {"defaults": {}, "overrides": []},
+    }
+
+
+def quantiles(metric: str, by: str = "", selector: str = "") -> list[tuple[str, str]]:
+    group = f"{by}, le" if by else "le"
+    prefix = f"{{{{{by}}}}} " if by else ""
+    return [
+        (
+            f"histogram_quantile({q}, sum by ({group}) (rate({metric}_bucket{selector}[{RI}])))",
+            f"{prefix}p{round(q * 100)}",
+        )
+        for q in (0.5, 0.99)
+    ]
+
+
+def datasource_variable() -> Json:
+    return {
+        "name": "datasource",
+        "label": "Data source",
+        "type": "datasource",
+        "query": "prometheus",
+        "current": {},
+        "hide": 0,
+        "refresh": 1,
+        "regex": "",
+        "options": [],
+    }
+
+
+def query_variable(name: str, query: str, *, multi: bool, include_all: bool) -> Json:
+    return {
+        "name": name,
+        "label": name,
+        "type": "query",
+        "datasource": DS,
+        "definition": query,
+        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+        "refresh": 2,
+        "sort": 3,
+        "multi": multi,
+        "includeAll": include_all,
+        "allValue": ".*" if include_all else None,
+        "current": {},
+        "hide": 0,
+        "options": [],
+        "regex": "",
+    }
+
+
+def dashboard(
+    uid: str, title: str, description: str, layout: Layout, variables: list[Json]
+) -> Json:
+    return {
+        "uid": uid,
+        "title": title,
+        "description": description,
+        "tags": ["eos", "kafka"],
+        "timezone": "browser",
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "30s",
+        "time": {"from": "now-1h", "to": "now"},
+        "annotations": {"list": []},
+        "links": [
+            {
+                "type": "dashboards",
+                "tags": ["eos"],
+                "title": "eos dashboards",
+                "asDropdown": True,
+                "includeVars": False,
+                "keepTime": True,
+            }
+        ],
+        "templating": {"list": [datasource_variable(), *variables]},
+        "panels": layout.panels,
+    }
+
+
+def overview() -> Json:
+    on_workers = "and on (job, instance) eos_worker_generation"
+    lay = Layout()
+    lay.row("Tasks")
+    lay.add(
+        stat(
+            "Running tasks",
+            "Tasks in state RUNNING.",
+            'sum(eos_task_state{state="RUNNING"}) or vector(0)',
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Failed tasks",
+            "Tasks in state FAILED; see the connector's status.",
+            'sum(eos_task_state{state="FAILED"}) or vector(0)',
+            red_at=1,
+        ),
+        4,
+        4,
+    )
+    lay.add(stat("Workers", "Workers scraped.", "count(eos_worker_generation) or vector(0)"), 4, 4)
+    lay.add(
+        stat("Generation", "Group generation of the last rebalance.", "max(eos_worker_generation)"),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Producers fenced (1h)",
+            "Task producers fenced by newer instances in the last hour.",
+            "sum(increase(eos_worker_producers_fenced_total[1h])) or vector(0)",
+            red_at=1,
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Fencing failures (1h)",
+            "Failed zombie-fencing rounds in the last hour.",
+            "sum(increase(eos_worker_fencing_round_failures_total[1h])) or vector(0)",
+            red_at=1,
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        timeseries(
+            "Tasks by state",
+            "Tasks per state, over all workers.",
+            targets(("sum by (state) (eos_task_state)", "{{state}}")),
+            stack=True,
+        ),
+        24,
+        6,
+    )
+    lay.row("Throughput and transactions")
+    lay.add(
+        timeseries(
+            "Records / s",
+            "Records polled from sources, handed to producers, and committed in transactions.",
+            targets(
+                (f"sum(rate(eos_task_records_polled_total[{RI}]))", "polled"),
+                (f"sum(rate(eos_task_records_written_total[{RI}]))", "written"),
+                (f"sum(rate(eos_task_transaction_records_sum[{RI}]))", "committed"),
+            ),
+            "rps",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Bytes written / s",
+            "Key and value bytes handed to producers, per connector.",
+            targets(
+                (f"sum by (connector) (rate(eos_task_written_bytes_total[{RI}]))", "{{connector}}"),
+            ),
+            "Bps",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Transactions / s",
+            "Committed transactions, and aborted ones by reason.",
+            targets(
+                (f"sum(rate(eos_task_transactions_committed_total[{RI}]))", "committed"),
+                (
+                    f"sum by (reason) (rate(eos_task_transactions_aborted_total[{RI}]))",
+                    "aborted ({{reason}})",
+                ),
+            ),
+            "ops",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Abort ratio",
+            "Aborted / (aborted + committed) transactions, per connector, every reason.",
+            targets(
+                (
+                    f"sum by (connector) (rate(eos_task_transactions_aborted_total[{RI}])) / "
+                    f"(sum by (connector) (rate(eos_task_transactions_aborted_total[{RI}])) + "
+                    f"sum by (connector) (rate(eos_task_transactions_committed_total[{RI}])))",
+                    "{{connector}}",
+                ),
+            ),
+            "percentunit",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Commit latency",
+            "Time a transaction commit takes, p50 and p99 over all tasks.",
+            targets(
+                *quantiles("eos_task_commit_duration_seconds"),
+            ),
+            "s",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Transaction open time p99",
+            "How long transactions stay open, per connector "
+            "(keep it well below transaction.timeout.ms).",
+            targets(
+                *quantiles("eos_task_transaction_open_duration_seconds", "connector")[1:],
+            ),
+            "s",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Records per transaction",
+            "Average records per committed transaction, per connector.",
+            targets(
+                (
+                    f"sum by (connector) (rate(eos_task_transaction_records_sum[{RI}])) / "
+                    f"sum by (connector) (rate(eos_task_transaction_records_count[{RI}]))",
+                    "{{connector}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.row("Workers, rebalances and fencing")
+    lay.add(
+        timeseries(
+            "Rebalances",
+            "Completed rebalances per worker.",
+            targets(
+                (
+                    f"sum by (instance) (increase(eos_worker_rebalances_total[{RI}]))",
+                    "{{instance}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Generation and leader",
+            "Group generation; the leader's line is marked.",
+            targets(
+                ("max by (instance) (eos_worker_generation)", "generation {{instance}}"),
+                (
+                    "eos_worker_generation and on (job, instance) (eos_worker_leader == 1)",
+                    "leader {{instance}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Fencing rounds",
+            "Zombie-fencing rounds run by the leader, and failures, per connector.",
+            targets(
+                (
+                    f"sum by (connector) (increase(eos_worker_fencing_rounds_total[{RI}]))",
+                    "rounds {{connector}}",
+                ),
+                (
+                    f"sum by (connector) (increase(eos_worker_fencing_round_failures_total[{RI}]))",
+                    "failures {{connector}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Fencing round duration",
+            "p50 and p99 of fencing rounds.",
+            targets(
+                *quantiles("eos_worker_fencing_round_duration_seconds"),
+            ),
+            "s",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Producers fenced",
+            "Task producers fenced by newer instances, per connector.",
+            targets(
+                (
+                    f"sum by (connector) (increase(eos_worker_producers_fenced_total[{RI}]))",
+                    "{{connector}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Task count records",
+            "Task count records the leader wrote, per connector.",
+            targets(
+                (
+                    f"sum by (connector) "
+                    f"(increase(eos_worker_task_count_records_written_total[{RI}]))",
+                    "{{connector}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Config read lag and offset mirror backlog",
+            "Config records not yet applied; offsets not yet mirrored to the global offsets topic.",
+            targets(
+                (
+                    "max by (instance) (eos_worker_config_read_lag_records)",
+                    "config lag {{instance}}",
+                ),
+                (
+                    "max by (instance) (eos_worker_offset_mirror_pending_offsets)",
+                    "mirror backlog {{instance}}",
+                ),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Blocking-call pool",
+            "Threads busy with blocking calls (Spark reads) and calls waiting.",
+            targets(
+                ("sum by (instance) (eos_worker_thread_pool_busy_threads)", "busy {{instance}}"),
+                ("sum by (instance) (eos_worker_thread_pool_queued_calls)", "queued {{instance}}"),
+            ),
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Process CPU and memory",
+            "CPU seconds per second and resident memory of each worker process.",
+            targets(
+                (f"rate(process_cpu_seconds_total[{RI}]) {on_workers}", "cpu {{instance}}"),
+                (f"process_resident_memory_bytes {on_workers} / 2^30", "RSS GiB {{instance}}"),
+            ),
+        ),
+        8,
+        8,
+    )
+    return dashboard(
+        "eos-overview",
+        "eos / cluster overview",
+        "Throughput, transactions, latency, task states, rebalances and fencing of an eos cluster.",
+        lay,
+        [],
+    )
+
+
+def drilldown() -> Json:
+    sel = '{connector=~"$connector", task=~"$task"}'
+    con = '{connector=~"$connector"}'
+    lay = Layout()
+    lay.row("State")
+    lay.add(
+        table(
+            "Task state",
+            "Current state of each selected task.",
+            f"max by (instance, connector, task, state) (eos_task_state{sel}) == 1",
+        ),
+        12,
+        6,
+    )
+    lay.add(
+        timeseries(
+            "Seconds since last commit",
+            "Per task; since the task started if it has not committed yet.",
+            targets(
+                (f"max by (task) (eos_task_last_commit_age_seconds{sel})", "task {{task}}"),
+            ),
+            "s",
+        ),
+        12,
+        6,
+    )
+    lay.row("Transactions")
+    lay.add(
+        timeseries(
+            "Transaction size (KIP-618)",
+            "transaction-size-min/max/avg: records per committed transaction "
+            "over the task's lifetime on its worker.",
+            targets(
+                (f"max by (task) (eos_task_transaction_size_min{sel})", "min task {{task}}"),
+                (f"max by (task) (eos_task_transaction_size_avg{sel})", "avg task {{task}}"),
+                (f"max by (task) (eos_task_transaction_size_max{sel})", "max task {{task}}"),
+            ),
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        heatmap(
+            "Records per transaction",
+            "Distribution of records per committed transaction.",
+            f"sum by (le) (increase(eos_task_transaction_records_bucket{sel}[{RI}]))",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Transactions / s",
+            "Committed, and aborted by reason, per task.",
+            targets(
+                (
+                    f"sum by (task) (rate(eos_task_transactions_committed_total{sel}[{RI}]))",
+                    "committed task {{task}}",
+                ),
+                (
+                    f"sum by (task, reason) (rate(eos_task_transactions_aborted_total{sel}[{RI}]))",
+                    "aborted ({{reason}}) task {{task}}",
+                ),
+            ),
+            "ops",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Commit latency",
+            "p50 and p99 of commits, per task.",
+            targets(
+                *quantiles("eos_task_commit_duration_seconds", "task", sel),
+            ),
+            "s",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Transaction open time",
+            "p50 and p99 of how long transactions stay open, per task.",
+            targets(
+                *quantiles("eos_task_transaction_open_duration_seconds", "task", sel),
+            ),
+            "s",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Poll latency",
+            "p50 and p99 of the task's poll, per task.",
+            targets(
+                *quantiles("eos_task_poll_duration_seconds", "task", sel),
+            ),
+            "s",
+        ),
+        12,
+        8,
+    )
+    lay.row("Records")
+    lay.add(
+        timeseries(
+            "Records / s",
+            "Polled, written, dropped, and in aborted transactions, per task.",
+            targets(
+                (
+                    f"sum by (task) (rate(eos_task_records_polled_total{sel}[{RI}]))",
+                    "polled task {{task}}",
+                ),
+                (
+                    f"sum by (task) (rate(eos_task_records_written_total{sel}[{RI}]))",
+                    "written task {{task}}",
+                ),
+                (
+                    f"sum by (task) (rate(eos_task_records_dropped_total{sel}[{RI}]))",
+                    "dropped task {{task}}",
+                ),
+                (
+                    f"sum by (task) (rate(eos_task_records_aborted_total{sel}[{RI}]))",
+                    "aborted task {{task}}",
+                ),
+            ),
+            "rps",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Bytes written / s",
+            "Key and value bytes handed to the producer, per task.",
+            targets(
+                (f"sum by (task) (rate(eos_task_written_bytes_total{sel}[{RI}]))", "task {{task}}"),
+            ),
+            "Bps",
+        ),
+        12,
+        8,
+    )
+    lay.row("Failures and fencing")
+    lay.add(
+        timeseries(
+            "Offset commit failures and fenced producers",
+            "Per task.",
+            targets(
+                (
+                    f"sum by (task) (increase(eos_task_offset_commit_failures_total{sel}[{RI}]))",
+                    "offset commit failures task {{task}}",
+                ),
+                (
+                    f"sum by (task) (increase(eos_task_producer_fenced_total{sel}[{RI}]))",
+                    "fenced task {{task}}",
+                ),
+            ),
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Fencing rounds for the connector",
+            "Rounds, failures and task count records written by the leader, "
+            "and round duration p99.",
+            targets(
+                (f"sum(increase(eos_worker_fencing_rounds_total{con}[{RI}]))", "rounds"),
+                (f"sum(increase(eos_worker_fencing_round_failures_total{con}[{RI}]))", "failures"),
+                (
+                    f"sum(increase(eos_worker_task_count_records_written_total{con}[{RI}]))",
+                    "task count records",
+                ),
+                (
+                    f"histogram_quantile(0.99, sum by (le) "
+                    f"(rate(eos_worker_fencing_round_duration_seconds_bucket{con}[{RI}])))",
+                    "duration p99 (s)",
+                ),
+            ),
+        ),
+        12,
+        8,
+    )
+    variables = [
+        query_variable(
+            "connector", "label_values(eos_task_state, connector)", multi=False, include_all=False
+        ),
+        query_variable(
+            "task",
+            'label_values(eos_task_state{connector=~"$connector"}, task)',
+            multi=True,
+            include_all=True,
+        ),
+    ]
+    return dashboard(
+        "eos-connector",
+        "eos / connector",
+        "One connector's tasks: state, KIP-618 transaction sizes, transactions, latencies, "
+        "records, failures.",
+        lay,
+        variables,
+    )
+
+
+DASHBOARDS = {"eos-overview.json": overview, "eos-connector.json": drilldown}
+
+
+def render() -> dict[str, str]:
+    return {name: json.dumps(build(), indent=2) + "\n" for name, build in DASHBOARDS.items()}
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for name, text in render().items():
+        path = OUT / name
+        if "--check" in argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            OUT.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
+    if stale:
+        print(f"stale: {', '.join(stale)}; run python deploy/grafana/build_dashboards.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,512 @@
+"""Connector settings: :data:`CONNECTOR_CONFIG`, the parsed :class:`ConnectorConfig`,
+and the pre-flight checks run on create, config update and validate (SPEC §4, §12).
+
+A connector's settings are the framework's keys below, client overrides
+(``producer.override.*``, ``consumer.override.*``, ``admin.override.*``) and the
+connector's own settings, which its :meth:`~eos.api.SourceConnector.config_def`
+defines. ``producer.override.transactional.id`` and
+``consumer.override.isolation.level`` are ignored with a warning: eos sets them.
+
+Checks come in two kinds. Those that need only the settings and the worker's
+(every key valid; ``transaction.boundary.interval.ms`` only with
+``transaction.boundary=interval``; an interval boundary well below the
+producer's ``transaction.timeout.ms``) also run in
+:meth:`ConnectorConfig.from_properties`. Those that ask the connector or depend
+on the worker's exactly-once mode run only in :func:`validate_connector` and
+:func:`check_connector`, i.e. when a configuration is submitted.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
+
+import structlog
+
+from eos.config.definition import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigKey,
+    Importance,
+    NonEmpty,
+    OneOf,
+    Range,
+    TopicName,
+    Type,
+)
+from eos.config.worker import WorkerConfig
+from eos.errors import ConfigError
+
+if TYPE_CHECKING:
+    from eos.api.connector import SourceConnector
+    from eos.kafka.clients import ClientConfig
+
+log = structlog.get_logger(__name__)
+
+TransactionBoundaryName = Literal["poll", "interval", "connector"]
+
+DEFAULT_TRANSACTION_TIMEOUT_MS: Final = 60000
+"""The Kafka producer's default ``transaction.timeout.ms``."""
+
+
+class ConnectorName:
+    """A non-empty name without control characters or ``/`` (it is part of REST paths)."""
+
+    allowed = "a non-empty name without control characters or '/'"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is None:
+            return
+        if not value or "/" in value or any(unicodedata.category(c) == "Cc" for c in value):
+            raise ConfigError(key, value, f"must be {self.allowed}")
+
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = rf"{_IDENT}(?:\.{_IDENT})*"
+_CLASS_PATH = re.compile(rf"{_DOTTED}:{_DOTTED}|{_IDENT}(?:\.{_IDENT})+")
+CONVERTER_ALIASES: Final = ("json", "string", "bytes")
+
+
+class ConverterName:
+    """``json``, ``string``, ``bytes``, or a class path ``module:Class`` / ``module.Class``."""
+
+    allowed = "json, string, bytes, or a class path such as my.module:MyConverter"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is None or value.lower() in CONVERTER_ALIASES:
+            return
+        if _CLASS_PATH.fullmatch(value) is None:
+            raise ConfigError(key, value, f"must be {self.allowed}")
+
+
+def _converter(which: str) -> dict[str, Any]:
+    return {
+        "type": Type.STRING,
+        "default": "json",
+        "validator": ConverterName(),
+        "importance": Importance.MEDIUM,
+        "doc": f"How record {which}s become bytes: json, string, bytes, or a converter class "
+        "path (module:Class).",
+        "group": "common",
+    }
+
+
+CONNECTOR_CONFIG: Final = (
+    ConfigDef()
+    .define(
+        "name",
+        Type.STRING,
+        NO_DEFAULT,
+        ConnectorName(),
+        Importance.HIGH,
+        "Unique name of the connector; part of its tasks' transactional ids and REST paths.",
+        "common",
+    )
+    .define(
+        "connector.class",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "The connector: an entry-point name (alias) or a class path (module:Class).",
+        "common",
+    )
+    .define(
+        "tasks.max",
+        Type.INT,
+        1,
+        Range(at_least=1),
+        Importance.HIGH,
+        "At most this many tasks run the connector's work.",
+        "common",
+    )
+    .define("key.converter", **_converter("key"))
+    .define("value.converter", **_converter("value"))
+    .define(
+        "exactly.once.support",
+        Type.STRING,
+        "requested",
+        OneOf("requested", "required"),
+        Importance.MEDIUM,
+        "required: creation fails unless the connector declares exactly-once SUPPORTED for "
+        "this configuration; requested: exactly-once whenever the worker has it enabled.",
+        "exactly-once",
+    )
+    .define(
+        "transaction.boundary",
+        Type.STRING,
+        "poll",
+        OneOf("poll", "interval", "connector"),
+        Importance.MEDIUM,
+        "poll: one transaction per non-empty poll batch; interval: one per commit interval; "
+        "connector: the task decides through its TransactionContext.",
+        "exactly-once",
+    )
+    .define(
+        "transaction.boundary.interval.ms",
+        Type.LONG,
+        None,
+        Range(at_least=1),
+        Importance.LOW,
+        "Commit interval with transaction.boundary=interval (default: the worker's "
+        "offset.flush.interval.ms); must be at most half the producer's transaction.timeout.ms.",
+        "exactly-once",
+    )
+    .define(
+        "offsets.storage.topic",
+        Type.STRING,
+        None,
+        TopicName(),
+        Importance.LOW,
+        "A separate offsets topic for this connector (default: the worker's offsets topic).",
+        "exactly-once",
+    )
+)
+"""The framework's connector settings (SPEC §4)."""
+
+PRODUCER_OVERRIDE: Final = "producer.override."
+CONSUMER_OVERRIDE: Final = "consumer.override."
+ADMIN_OVERRIDE: Final = "admin.override."
+CONNECTOR_PREFIXES: Final = (PRODUCER_OVERRIDE, CONSUMER_OVERRIDE, ADMIN_OVERRIDE)
+"""Prefixes of per-connector client settings."""
+
+IGNORED_OVERRIDES: Final = (
+    f"{PRODUCER_OVERRIDE}transactional.id",
+    f"{CONSUMER_OVERRIDE}isolation.level",
+)
+"""Overrides eos ignores (with a warning): it sets these client settings itself."""
+
+_TIMEOUT = "transaction.timeout.ms"
+_INTERVAL = "transaction.boundary.interval.ms"
+
+
+@dataclass(frozen=True)
+class ConnectorConfig:
+    """A connector's parsed framework settings; build with :meth:`from_properties`."""
+
+    name: str
+    connector_class: str
+    tasks_max: int
+    key_converter: str
+    value_converter: str
+    exactly_once_required: bool
+    transaction_boundary: TransactionBoundaryName
+    transaction_boundary_interval_ms: int | None
+    offsets_topic: str | None
+    producer_overrides: dict[str, str]
+    """``producer.override.*`` without the prefix (and without ``transactional.id``)."""
+    consumer_overrides: dict[str, str]
+    """``consumer.override.*`` without the prefix (and without ``isolation.level``)."""
+    admin_overrides: dict[str, str]
+    """``admin.override.*`` without the prefix."""
+    raw: dict[str, str]
+    """Every setting as given, the connector's own included."""
+
+    @classmethod
+    def from_properties(
+        cls,
+        props: Mapping[str, str],
+        worker: WorkerConfig,
+        connector: SourceConnector | None = None,
+    ) -> ConnectorConfig:
+        """Parse ``props``; the first problem that needs no connector raises
+        :class:`ConfigError`. Ignored overrides are logged, and, if ``connector`` is
+        given, settings neither the framework nor the connector defines."""
+        problems = _settings_problems(props, worker)
+        if problems:
+            raise problems[0].error
+        v = CONNECTOR_CONFIG.parse(props)
+        for key in IGNORED_OVERRIDES:
+            if key in props:
+                log.warning(
+                    "setting ignored: eos sets it itself",
+                    setting=key,
+                    value=props[key],
+                    connector=v["name"],
+                )
+        if connector is not None:
+            for key in unknown_connector_settings(props, connector):
+                log.warning("unknown connector setting", setting=key, connector=v["name"])
+        return cls(
+            name=v["name"],
+            connector_class=v["connector.class"],
+            tasks_max=v["tasks.max"],
+            key_converter=_converter_value(v["key.converter"]),
+            value_converter=_converter_value(v["value.converter"]),
+            exactly_once_required=v["exactly.once.support"].lower() == "required",
+            transaction_boundary=cast(TransactionBoundaryName, v["transaction.boundary"].lower()),
+            transaction_boundary_interval_ms=v[_INTERVAL],
+            offsets_topic=v["offsets.storage.topic"] or None,
+            producer_overrides=_overrides(props, PRODUCER_OVERRIDE),
+            consumer_overrides=_overrides(props, CONSUMER_OVERRIDE),
+            admin_overrides=_overrides(props, ADMIN_OVERRIDE),
+            raw=dict(props),
+        )
+
+    def boundary_interval_ms(self, worker: WorkerConfig) -> int:
+        """The commit interval of ``transaction.boundary=interval``: the connector's
+        own, else the worker's ``offset.flush.interval.ms``."""
+        if self.transaction_boundary_interval_ms is not None:
+            return self.transaction_boundary_interval_ms
+        return worker.offset_flush_interval_ms
+
+    def producer_transaction_timeout_ms(self, worker: WorkerConfig) -> int:
+        """The task producer's ``transaction.timeout.ms``: the connector's override,
+        else the worker's ``producer.transaction.timeout.ms``, else Kafka's 60000."""
+        return _transaction_timeout(self.raw, worker)[0]
+
+    def client_config(self, worker: WorkerConfig) -> ClientConfig:
+        """The worker's client settings with this connector's overrides laid over them."""
+        return worker.client_config.with_overrides(
+            producer=self.producer_overrides,
+            consumer=self.consumer_overrides,
+            admin=self.admin_overrides,
+        )
+
+    def offsets_client_config(self, worker: WorkerConfig) -> ClientConfig:
+        """:meth:`client_config` for the clients of the connector's offsets topic: they
+        reach the cluster the task's producer writes to, so a producer bootstrap override
+        also applies to their consumer and admin layers."""
+        config = self.client_config(worker)
+        servers = self.producer_overrides.get("bootstrap.servers")
+        if servers is None:
+            return config
+        return config.with_overrides(
+            consumer={"bootstrap.servers": servers}, admin={"bootstrap.servers": servers}
+        )
+
+    def offsets_topic_for(self, worker: WorkerConfig) -> str | None:
+        """The connector's own offsets topic, or None when it uses the worker's global one.
+
+        ``offsets.storage.topic`` names it; without it, a producer bootstrap override
+        for another cluster implies a topic named like the worker's on that cluster.
+        """
+        override = self.producer_overrides.get("bootstrap.servers")
+        other_cluster = override is not None and _servers(override) != set(worker.bootstrap_servers)
+        topic = self.offsets_topic or (worker.offsets_topic if other_cluster else None)
+        if topic == worker.offsets_topic and not other_cluster:
+            return None
+        return topic
+
+
+def _converter_value(value: str) -> str:
+    return value.lower() if value.lower() in CONVERTER_ALIASES else value
+
+
+def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {
+        key.removeprefix(prefix): value
+        for key, value in props.items()
+        if key.startswith(prefix) and key not in IGNORED_OVERRIDES
+    }
+
+
+def _servers(value: str) -> set[str]:
+    return {s.strip() for s in value.split(",") if s.strip()}
+
+
+def _transaction_timeout(props: Mapping[str, str], worker: WorkerConfig) -> tuple[int, str]:
+    """(the task producer's transaction.timeout.ms, the setting it comes from)."""
+    for source, key in (
+        (props, f"{PRODUCER_OVERRIDE}{_TIMEOUT}"),
+        (worker.raw, f"producer.{_TIMEOUT}"),
+    ):
+        if key in source:
+            value: int = ConfigKey(key, Type.INT, validator=Range(at_least=1)).parse(source[key])
+            return value, key
+    return DEFAULT_TRANSACTION_TIMEOUT_MS, f"producer.{_TIMEOUT}"
+
+
+def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:
+    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
+    own :meth:`~eos.api.SourceConnector.config_def` defines."""
+    return CONNECTOR_CONFIG.merged(connector.config_def()).unknown(props, CONNECTOR_PREFIXES)
+
+
+# ----------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class _Problem:
+    key: str
+    message: str
+    error: ConfigError
+
+    @classmethod
+    def of(cls, key: str, value: object, message: str) -> _Problem:
+        return cls(key, message, ConfigError(key, value, message))
+
+
+def _settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[_Problem]:
+    """Invalid framework keys, then the interval-boundary rules."""
+    problems = []
+    values: dict[str, Any] = {}
+    for name, key in CONNECTOR_CONFIG.keys.items():
+        try:
+            values[name] = key.parse(props.get(name))
+        except ConfigError as exc:
+            problems.append(_Problem(name, str(exc), exc))
+    try:
+        timeout, timeout_key = _transaction_timeout(props, worker)
+    except ConfigError as exc:
+        return [*problems, _Problem(exc.key, str(exc), exc)]
+    boundary, interval = values.get("transaction.boundary"), values.get(_INTERVAL)
+    if boundary is None:
+        return problems
+    if boundary.lower() != "interval":
+        if interval is not None:
+            problems.append(
+                _Problem.of(
+                    _INTERVAL,
+                    props[_INTERVAL],
+                    f"{_INTERVAL} only applies with transaction.boundary=interval "
+                    f"(it is {boundary}); remove it or use transaction.boundary=interval",
+                )
+            )
+        return problems
+    if _INTERVAL in props and interval is None:
+        return problems  # invalid itself, already reported
+    effective = interval if interval is not None else worker.offset_flush_interval_ms
+    if 2 * effective > timeout:
+        message = (
+            f"the commit interval {effective} ms is not well below the producer's "
+            f"{_TIMEOUT}={timeout} ms: transactions would time out; lower the interval or "
+            f"raise {PRODUCER_OVERRIDE}{_TIMEOUT} (the interval must be at most half of it)"
+        )
+        if interval is None:
+            message += (
+                f"; the interval is the worker's offset.flush.interval.ms ({_INTERVAL} is not set)"
+            )
+        if timeout_key in worker.raw:
+            message += f"; the timeout is the worker's {timeout_key}"
+        problems.append(_Problem.of(_INTERVAL, effective, message))
+    return problems
+
+
+def _connector_problems(props: Mapping[str, str], connector: SourceConnector) -> list[_Problem]:
+    """What the connector's own validate() finds."""
+    try:
+        found = connector.validate(props)
+    except Exception as exc:
+        message = f"the connector's validate() failed: {exc!r}"
+        return [_Problem.of("connector.class", props.get("connector.class"), message)]
+    # Messages from config_def() already name key and value: keep those errors as they are.
+    originals: dict[tuple[str, str], ConfigError] = {}
+    for name, key in connector.config_def().keys.items():
+        try:
+            key.parse(props.get(name))
+        except ConfigError as exc:
+            originals[name, str(exc)] = exc
+    problems = []
+    for name, messages in found.items():
+        for message in messages:
+            original = originals.get((name, message))
+            problem = _Problem(name, message, original) if original else None
+            problems.append(problem or _Problem.of(name, props.get(name), message))
+    return problems
+
+
+def _support_problems(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> list[_Problem]:
+    """SPEC §12's pre-flight checks of exactly.once.support and transaction.boundary."""
+    from eos.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
+
+    problems = []
+    support = _valid(props, "exactly.once.support")
+    if support == "required":
+        if not worker.exactly_once_enabled:
+            problems.append(
+                _Problem.of(
+                    "exactly.once.support",
+                    props["exactly.once.support"],
+                    "exactly.once.support=required needs exactly.once.source.support=enabled "
+                    f"on the worker (it is {worker.exactly_once})",
+                )
+            )
+        if connector is not None:
+            answer = _ask(connector.exactly_once_support, props)
+            if answer is not ExactlyOnceSupport.SUPPORTED:
+                problems.append(
+                    _Problem.of("exactly.once.support", props["exactly.once.support"], _why(answer))
+                )
+    if _valid(props, "transaction.boundary") == "connector" and connector is not None:
+        answer = _ask(connector.can_define_transaction_boundaries, props)
+        if answer is not ConnectorTransactionBoundaries.SUPPORTED:
+            message = (
+                "the connector does not support connector-defined transaction boundaries "
+                "with this configuration"
+            )
+            if isinstance(answer, Exception):
+                message += f" (asking it failed: {answer!r})"
+            problems.append(
+                _Problem.of("transaction.boundary", props["transaction.boundary"], message)
+            )
+    return problems
+
+
+def _valid(props: Mapping[str, str], name: str) -> str | None:
+    """The lower-cased value of a valid string setting, or None if it is invalid."""
+    try:
+        value = CONNECTOR_CONFIG.keys[name].parse(props.get(name))
+    except ConfigError:
+        return None
+    return cast(str, value).lower()
+
+
+def _ask(question: Any, props: Mapping[str, str]) -> Any:
+    try:
+        return question(props)
+    except Exception as exc:
+        return exc
+
+
+def _why(answer: Any) -> str:
+    from eos.api.connector import ExactlyOnceSupport
+
+    if answer is ExactlyOnceSupport.UNSUPPORTED:
+        return "the connector cannot provide exactly-once delivery with this configuration"
+    message = (
+        "the connector could not determine whether it supports exactly-once delivery with "
+        "this configuration; consult its documentation, or use exactly.once.support=requested"
+    )
+    if isinstance(answer, Exception):
+        message += f" (asking it failed: {answer!r})"
+    return message
+
+
+def _all_problems(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> list[_Problem]:
+    problems = _settings_problems(props, worker)
+    if connector is not None:
+        problems += _connector_problems(props, connector)
+    return problems + _support_problems(props, worker, connector)
+
+
+def validate_connector(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> dict[str, list[str]]:
+    """Every problem per setting (empty lists for valid ones), for the REST API's
+    create, config update and validate: the framework's keys, the connector's own
+    validate(), and the pre-flight checks of SPEC §12. Without a connector (its
+    class could not be loaded) only the checks that need none run."""
+    result: dict[str, list[str]] = {name: [] for name in CONNECTOR_CONFIG.keys}
+    if connector is not None:
+        for name in connector.config_def().keys:
+            result.setdefault(name, [])
+    for problem in _all_problems(props, worker, connector):
+        result.setdefault(problem.key, []).append(problem.message)
+    return result
+
+
+def check_connector(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> None:
+    """Raise :class:`ConfigError` for the first problem :func:`validate_connector` finds."""
+    problems = _all_problems(props, worker, connector)
+    if problems:
+        raise problems[0].error

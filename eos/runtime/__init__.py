@@ -1,0 +1,1 @@
+"""The actors that run connectors: worker, coordinator, connector, source tasks, offset mirror."""

@@ -1,0 +1,69 @@
+"""The smallest actor: a bounded inbox of calls, served one at a time by the owner.
+
+An actor's state is touched only by its own :meth:`Mailbox.serve` loop. Other
+code sends it work: :meth:`Mailbox.ask` waits for the result (or the error),
+:meth:`Mailbox.tell` does not wait (errors are logged by the actor).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import structlog
+from anyio.streams.memory import MemoryObjectSendStream
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class _Envelope:
+    call: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...]
+    reply: MemoryObjectSendStream[tuple[bool, Any]] | None
+
+
+class Mailbox:
+    def __init__(self, name: str, size: int = 256) -> None:
+        self.name = name
+        self._send, self._receive = anyio.create_memory_object_stream[_Envelope](size)
+
+    async def ask(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
+        reply_send, reply_receive = anyio.create_memory_object_stream[tuple[bool, Any]](1)
+        async with reply_receive:
+            await self._send.send(_Envelope(call, args, reply_send))
+            ok, value = await reply_receive.receive()
+        if not ok:
+            raise value
+        result: T = value
+        return result
+
+    def tell(self, call: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        self._send.send_nowait(_Envelope(call, args, None))
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def serve(self) -> None:
+        """Run calls one at a time until :meth:`close` (or cancellation)."""
+        async with self._receive:
+            async for envelope in self._receive:
+                await self._handle(envelope)
+
+    async def _handle(self, envelope: _Envelope) -> None:
+        try:
+            result = await envelope.call(*envelope.args)
+            outcome: tuple[bool, Any] = (True, result)
+        except Exception as exc:
+            if envelope.reply is None:
+                log.error("actor call failed", actor=self.name, error=repr(exc), exc_info=exc)
+            outcome = (False, exc)
+        if envelope.reply is not None:
+            async with envelope.reply:
+                # The asker may have gone away (cancelled): then nobody needs the answer.
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    envelope.reply.send_nowait(outcome)

@@ -1,0 +1,182 @@
+"""The exactly-once source task (SPEC §6, §10): records and their offsets in one transaction.
+
+Invariants:
+- the producer's ``transactional.id`` is ``${group.id}-${connector}-${task}``;
+- offsets are written to the offsets topic inside the transaction that holds
+  the records they describe, so they are committed if and only if the records are;
+- ``commit_record``/``commit`` run only after the transaction committed;
+- a fenced producer stops the task at once: no retry, no commit, no status;
+- the records of an aborted transaction never become visible, but their
+  offsets are committed right after (an abort drops records, it does not rewind).
+
+aiokafka cannot bump its own epoch, so a transaction the broker timed out
+surfaces as "fenced". The task tells the two apart by the transaction's age.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from aiokafka import errors as kerrors
+
+from eos.api import SourceRecord, SourceTask
+from eos.errors import EosError, FencedError, TaskError, TransactionTimedOut
+from eos.runtime.boundaries import (
+    Action,
+    BoundaryPolicy,
+    ConnectorBoundary,
+    IntervalBoundary,
+    PollBoundary,
+    TransactionRequests,
+)
+from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec, wait_sent
+
+T = TypeVar("T")
+_FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
+
+
+def transactional_id(group_id: str, connector: str, task_id: int) -> str:
+    return f"{group_id}-{connector}-{task_id}"
+
+
+class ExactlyOnceTask(SourceTaskRunner):
+    def __init__(self, spec: TaskSpec, deps: TaskDeps, task: SourceTask) -> None:
+        super().__init__(spec, deps, task)
+        self._requests: TransactionRequests | None = None
+        self._policy: BoundaryPolicy
+        if deps.boundary == "connector":
+            self._requests = TransactionRequests()
+            self._policy = ConnectorBoundary(self._requests)
+        elif deps.boundary == "interval":
+            self._policy = IntervalBoundary(deps.boundary_interval_ms, deps.clock)
+        else:
+            self._policy = PollBoundary()
+
+    def transaction_context(self) -> TransactionRequests | None:
+        return self._requests
+
+    async def startup(self) -> bool:
+        gate = self.deps.gate
+        if gate and not await gate.before_producer(self.spec.connector, self.spec.generation):
+            return False
+        await self._start_producer(
+            transactional_id=transactional_id(
+                self.deps.group_id, self.spec.connector, self.spec.task_id
+            ),
+            enable_idempotence=True,
+            transaction_timeout_ms=self.deps.transaction_timeout_ms,
+        )
+        return gate is None or await gate.after_producer(self.spec.connector, self.spec.generation)
+
+    # ---------------------------------------------------------------- steps
+
+    async def prepare_to_poll(self) -> None:
+        await self._act(self._policy.before_poll(self._inflight.opened_at))
+
+    async def prepare_to_send(self) -> None:
+        if self._inflight.opened_at is None:
+            assert self._producer is not None
+            await self._call(self._producer.begin_transaction())
+            self._inflight.opened_at = self.deps.clock.monotonic()
+
+    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None:
+        self._inflight.records.append((record, future))
+        if record.source_offset is not None:
+            self._inflight.offsets.add(record.source_partition, record.source_offset)
+        await self._act(self._policy.after_record(record))
+
+    async def batch_dispatched(self) -> None:
+        await self._act(self._policy.after_batch(self._inflight.opened_at))
+
+    async def final_commit(self) -> None:
+        await self._commit()
+
+    async def abandon(self, reason: str) -> None:
+        batch, self._inflight = self._inflight, self.new_inflight()
+        if batch.opened_at is None or self._producer is None:
+            return
+        try:
+            await self._producer.abort_transaction()
+        except Exception as exc:  # the producer may already be unusable
+            self.log.debug("abort after failure did not complete", error=repr(exc))
+        self.deps.observer.transaction_aborted(len(batch), "error")
+
+    # ------------------------------------------------------------ commit/abort
+
+    async def _act(self, action: Action | None) -> None:
+        if action == "commit":
+            await self._commit()
+        elif action == "abort":
+            await self._abort()
+
+    async def _commit(self) -> None:
+        batch = self._inflight
+        if batch.opened_at is None:
+            return
+        assert self._producer is not None
+        await self._send_offsets(batch)
+        started = time.perf_counter()
+        try:
+            await self._call(self._producer.commit_transaction())
+        except EosError:
+            raise
+        except kerrors.KafkaError as exc:
+            await self._raise_send_failure(batch)
+            self.deps.observer.offset_commit_failed()
+            raise TaskError(f"committing the transaction failed: {exc!r}") from exc
+        self._inflight = self.new_inflight()
+        open_for = self.deps.clock.monotonic() - batch.opened_at
+        self.deps.observer.transaction_committed(
+            len(batch), time.perf_counter() - started, open_for
+        )
+        await self.notify_committed(batch)
+
+    async def _abort(self) -> None:
+        batch = self._inflight
+        if batch.opened_at is None:
+            self.log.warning("the task asked to abort, but no transaction is open; ignored")
+            return
+        assert self._producer is not None
+        await self._call(self._producer.abort_transaction())
+        self._inflight = self.new_inflight()
+        self.deps.observer.transaction_aborted(len(batch), "connector")
+        if not batch.offsets:
+            return
+        # Progress moves past the dropped records: commit their offsets on their own.
+        offsets_only = self.new_inflight()
+        offsets_only.offsets = batch.offsets
+        await self._call(self._producer.begin_transaction())
+        await self._send_offsets(offsets_only)
+        await self._call(self._producer.commit_transaction())
+        if self.deps.offsets_committed is not None:
+            self.deps.offsets_committed(batch.offsets.records())
+
+    async def _send_offsets(self, batch: InFlight) -> None:
+        assert self._producer is not None
+        for key, value in batch.offsets.records():
+            await self._call(self._producer.send(self.deps.offsets_topic, key=key, value=value))
+
+    async def _raise_send_failure(self, batch: InFlight) -> None:
+        done = InFlight(batch.offsets, [(r, f) for r, f in batch.records if f.done()])
+        await wait_sent(done)
+
+    async def _call(self, step: Awaitable[T]) -> T:
+        try:
+            return await step
+        except _FENCED as exc:
+            raise self.fenced_error(exc) from exc
+
+    def fenced_error(self, exc: BaseException) -> EosError:
+        opened = self._inflight.opened_at
+        limit_s = self.deps.transaction_timeout_ms / 1000
+        if opened is not None and self.deps.clock.monotonic() - opened >= limit_s:
+            return TransactionTimedOut(
+                f"the transaction stayed open longer than transaction.timeout.ms="
+                f"{self.deps.transaction_timeout_ms} and the broker aborted it. Remedies: raise "
+                "the producer's throughput (producer.override.* batch/linger settings), raise "
+                "producer.override.transaction.timeout.ms, shorten "
+                "transaction.boundary.interval.ms, or use transaction.boundary=poll"
+            )
+        return FencedError(f"producer fenced by a newer instance of this task: {exc!r}")

@@ -1,0 +1,111 @@
+"""The port through which the runtime reports what happens, for metrics.
+
+The runtime calls these methods; :mod:`metrics` implements them with
+prometheus-client, so :mod:`eos` never imports prometheus. Every method must be
+cheap and must not raise. :class:`NullObserver` does nothing (tests, embedding).
+
+Task states are Kafka Connect's: UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED,
+RESTARTING. Abort reasons: ``connector`` (the task asked), ``error`` (a failure
+aborted the open transaction), ``shutdown`` (a stop could not commit).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+AbortReason = Literal["connector", "error", "shutdown"]
+TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
+
+
+class TaskObserver(Protocol):
+    def state_changed(self, state: str) -> None: ...
+
+    def poll_completed(self, records: int, seconds: float) -> None:
+        """A call to the task's poll returned ``records`` records after ``seconds``."""
+
+    def records_written(self, records: int, nbytes: int) -> None:
+        """Records (and their key+value bytes) handed to the producer."""
+
+    def transaction_committed(
+        self, records: int, commit_seconds: float, open_seconds: float
+    ) -> None:
+        """A transaction (or, at-least-once, an offset flush) committed ``records`` records;
+        the commit call took ``commit_seconds``; the transaction was open ``open_seconds``."""
+
+    def transaction_aborted(self, records: int, reason: AbortReason) -> None: ...
+
+    def offset_commit_failed(self) -> None: ...
+
+    def producer_fenced(self) -> None: ...
+
+    def close(self) -> None:
+        """The task is gone from this worker (its series may be removed)."""
+
+
+class WorkerObserver(Protocol):
+    def task(self, connector: str, task_id: int) -> TaskObserver: ...
+
+    def rebalance_completed(self, generation: int, leader: bool) -> None: ...
+
+    def fencing_round(self, connector: str, seconds: float, ok: bool) -> None: ...
+
+    def task_count_record_written(self, connector: str) -> None: ...
+
+    def config_read_lag(self, records: int) -> None:
+        """Records of the config topic not yet applied when last checked."""
+
+    def offset_mirror_backlog(self, offsets: int) -> None: ...
+
+    def thread_pool(self, busy: int, queued: int) -> None:
+        """Blocking-call pool (Spark reads): threads in use and calls waiting."""
+
+
+class NullTaskObserver:
+    def state_changed(self, state: str) -> None:
+        pass
+
+    def poll_completed(self, records: int, seconds: float) -> None:
+        pass
+
+    def records_written(self, records: int, nbytes: int) -> None:
+        pass
+
+    def transaction_committed(
+        self, records: int, commit_seconds: float, open_seconds: float
+    ) -> None:
+        pass
+
+    def transaction_aborted(self, records: int, reason: AbortReason) -> None:
+        pass
+
+    def offset_commit_failed(self) -> None:
+        pass
+
+    def producer_fenced(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class NullObserver:
+    def task(self, connector: str, task_id: int) -> TaskObserver:
+        return NullTaskObserver()
+
+    def rebalance_completed(self, generation: int, leader: bool) -> None:
+        pass
+
+    def fencing_round(self, connector: str, seconds: float, ok: bool) -> None:
+        pass
+
+    def task_count_record_written(self, connector: str) -> None:
+        pass
+
+    def config_read_lag(self, records: int) -> None:
+        pass
+
+    def offset_mirror_backlog(self, offsets: int) -> None:
+        pass
+
+    def thread_pool(self, busy: int, queued: int) -> None:
+        pass

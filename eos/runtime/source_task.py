@@ -1,0 +1,394 @@
+"""The source task actor: one connector task, one producer, one loop.
+
+The loop is written once, as a template with named steps::
+
+    start-up → task.start → RUNNING
+    loop until stopped:
+        prepare_to_poll()                       (interval commits / periodic flushes)
+        poll()                                  (cancelled when a stop is requested)
+        for each record: convert → send → record_dispatched(record, future)
+        batch_dispatched()                      (batch boundary)
+    final_commit()                              (bounded by the graceful-shutdown deadline)
+    task.stop → producer closed
+
+:class:`AtLeastOnceTask` (``exactly.once.source.support`` = disabled or
+preparing) sends with an idempotent producer and flushes offsets periodically.
+:class:`~eos.runtime.exactly_once_task.ExactlyOnceTask` overrides the steps to
+send inside transactions and commit offsets in the same transaction.
+
+Errors: a fenced producer (:class:`~eos.errors.FencedError`) means this
+instance is a zombie: it stops at once, commits nothing and writes no status.
+Any other error fails the task (status FAILED with the message), after the
+open transaction is aborted where possible.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from aiokafka import AIOKafkaProducer
+from aiokafka import errors as kerrors
+
+from eos.api import RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
+from eos.errors import ConversionError, EosError, FencedError, TaskError
+from eos.kafka.clients import ClientConfig
+from eos.runtime.clock import Clock, SystemClock
+from eos.runtime.converters import Converter
+from eos.runtime.observer import NullTaskObserver, TaskObserver
+from eos.runtime.resources import SharedResources
+from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
+
+StatusSink = Callable[[str, str | None], Awaitable[None]]
+"""Writes this task's status: (state, trace)."""
+
+OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
+"""Receives the offset records of each commit (the offset mirror); must not block."""
+
+
+class StartGate(Protocol):
+    """The start-up checks of an exactly-once task (SPEC §10), done by the worker."""
+
+    async def before_producer(self, connector: str, generation: int) -> bool:
+        """Fencing round, config read, task-count check, offsets topic. False: abandon."""
+
+    async def after_producer(self, connector: str, generation: int) -> bool:
+        """Config read after the producer exists: False if a new generation appeared."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    connector: str
+    task_id: int
+    generation: int
+    config: Mapping[str, str]
+
+    @property
+    def transactional_id_suffix(self) -> str:
+        return f"{self.connector}-{self.task_id}"
+
+
+@dataclass
+class TaskDeps:
+    """What the worker gives a task actor (frozen settings and its collaborators)."""
+
+    client_config: ClientConfig
+    group_id: str
+    offsets_topic: str
+    offset_reader: CombinedOffsetReader
+    key_converter: Converter
+    value_converter: Converter
+    status: StatusSink
+    resources: SharedResources
+    graceful_timeout: float
+    flush_interval_ms: int
+    transaction_timeout_ms: int
+    boundary: str = "poll"
+    boundary_interval_ms: int = 10_000
+    gate: StartGate | None = None
+    offsets_committed: OffsetsCommitted | None = None
+    observer: TaskObserver = field(default_factory=NullTaskObserver)
+    clock: Clock = field(default_factory=SystemClock)
+
+
+@dataclass
+class InFlight:
+    """Records sent since the last commit, with their send futures and offsets."""
+
+    offsets: OffsetBatch
+    records: list[tuple[SourceRecord, Any]] = field(default_factory=list)
+    opened_at: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+class SourceTaskRunner(ABC):
+    """The template. Subclasses implement the steps; the control flow lives here."""
+
+    def __init__(self, spec: TaskSpec, deps: TaskDeps, task: SourceTask) -> None:
+        self.spec = spec
+        self.deps = deps
+        self.task = task
+        self.log = structlog.get_logger(__name__).bind(
+            connector=spec.connector, task=spec.task_id, generation=spec.generation
+        )
+        self.stopped = anyio.Event()
+        self.state = "UNASSIGNED"
+        self._stop_requested = False
+        self._poll_scope: anyio.CancelScope | None = None
+        self._producer: AIOKafkaProducer | None = None
+        self._inflight = self.new_inflight()
+
+    # ------------------------------------------------------------------ control
+
+    def request_stop(self) -> None:
+        """Ask the loop to stop after the current step; interrupts a waiting poll."""
+        self._stop_requested = True
+        if self._poll_scope is not None:
+            self._poll_scope.cancel()
+
+    async def run(self) -> None:
+        """Run until stopped or failed. Failures become status, never exceptions."""
+        try:
+            await self._run()
+        except FencedError as exc:
+            self.deps.observer.producer_fenced()
+            self.log.warning("task fenced: a newer instance owns it; stopping", reason=str(exc))
+        except Exception as exc:
+            await self._fail(exc)
+        finally:
+            self.stopped.set()
+
+    async def _run(self) -> None:
+        if not await self.startup():
+            self.log.info("start-up abandoned: a newer task generation exists")
+            return
+        context = SourceTaskContext(
+            connector=self.spec.connector,
+            task_id=self.spec.task_id,
+            offset_reader=self.deps.offset_reader,
+            resources=self.deps.resources,
+            transaction_context=self.transaction_context(),
+        )
+        try:
+            await self.deps.offset_reader.refresh()
+            await self.task.start(self.spec.config, context)
+            await self._set_state("RUNNING")
+            await self._loop()
+            await self._shielded(self.final_commit(), "final commit")
+            await self._set_state("UNASSIGNED")
+        except FencedError:
+            raise
+        except BaseException:
+            await self._shielded(self.abandon("error"), "abort after failure")
+            raise
+        finally:
+            await self._shielded(self.task.stop(), "task stop")
+            await self._shielded(self._close_producer(), "producer close")
+
+    async def _loop(self) -> None:
+        while not self._stop_requested:
+            await self.prepare_to_poll()
+            batch = await self._poll()
+            if not batch:
+                continue
+            for record in batch:
+                await self._dispatch(record)
+            await self.batch_dispatched()
+
+    async def _poll(self) -> Sequence[SourceRecord] | None:
+        started = time.perf_counter()
+        with anyio.CancelScope() as scope:
+            self._poll_scope = scope
+            if self._stop_requested:
+                scope.cancel()
+            batch = await self.task.poll()
+            self.deps.observer.poll_completed(len(batch or ()), time.perf_counter() - started)
+            return batch
+        return None  # cancelled by request_stop
+
+    async def _dispatch(self, record: SourceRecord) -> None:
+        if record.topic == self.deps.offsets_topic:
+            raise TaskError(
+                f"a record is addressed to the offsets topic {record.topic!r} of this task; "
+                "that would block reading the offsets back: write to another topic"
+            )
+        try:
+            key = self.deps.key_converter.convert(record.topic, record.key)
+            value = self.deps.value_converter.convert(record.topic, record.value)
+        except Exception as exc:
+            raise ConversionError(f"{_where(record)} could not be converted: {exc}") from exc
+        assert self._producer is not None
+        await self.prepare_to_send()
+        try:
+            future = await self._producer.send(
+                record.topic,
+                value=value,
+                key=key,
+                partition=record.partition,
+                timestamp_ms=record.timestamp,
+                headers=list(record.headers) or None,
+            )
+        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch) as exc:
+            raise self.fenced_error(exc) from exc
+        except Exception as exc:
+            raise ConversionError(f"{_where(record)} could not be sent: {exc!r}") from exc
+        nbytes = len(key or b"") + len(value or b"")
+        self.deps.observer.records_written(1, nbytes)
+        await self.record_dispatched(record, future, nbytes)
+
+    def new_inflight(self) -> InFlight:
+        return InFlight(OffsetBatch(self.spec.connector))
+
+    # ---------------------------------------------------------------- steps
+
+    @abstractmethod
+    async def startup(self) -> bool:
+        """Create the producer (and run start-up checks). False: abandon start-up."""
+
+    def transaction_context(self) -> Any:
+        return None
+
+    @abstractmethod
+    async def prepare_to_poll(self) -> None: ...
+
+    async def prepare_to_send(self) -> None:
+        """Before each record is sent (exactly-once: opens the transaction)."""
+
+    @abstractmethod
+    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None: ...
+
+    @abstractmethod
+    async def batch_dispatched(self) -> None: ...
+
+    @abstractmethod
+    async def final_commit(self) -> None: ...
+
+    @abstractmethod
+    async def abandon(self, reason: str) -> None:
+        """Give up what is in flight (abort the open transaction if there is one)."""
+
+    def fenced_error(self, exc: BaseException) -> EosError:
+        return FencedError(f"producer fenced: {exc}")
+
+    # -------------------------------------------------------------- helpers
+
+    async def _start_producer(self, **fixed: Any) -> None:
+        producer = _make_producer(self.deps.client_config, fixed)
+        self._producer = producer
+        try:
+            await producer.start()
+        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch) as exc:
+            raise self.fenced_error(exc) from exc
+
+    async def _close_producer(self) -> None:
+        if self._producer is not None:
+            producer, self._producer = self._producer, None
+            try:
+                await producer.stop()
+            except Exception as exc:
+                self.log.debug("producer close failed", error=repr(exc))
+
+    async def _shielded(self, step: Awaitable[None], what: str) -> None:
+        """Run a clean-up step shielded from cancellation, within the graceful timeout."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.deps.graceful_timeout) as s:
+            await step
+        if s.cancelled_caught:
+            self.log.warning("clean-up step timed out", step=what)
+
+    async def notify_committed(self, committed: InFlight) -> None:
+        """After a commit: ``commit_record`` for each record, then ``commit``."""
+        for record, future in committed.records:
+            metadata = _metadata(future)
+            try:
+                await self.task.commit_record(record, metadata)
+            except Exception as exc:
+                self.log.warning("commit_record raised", error=repr(exc))
+        try:
+            await self.task.commit()
+        except Exception as exc:
+            self.log.warning("task commit raised", error=repr(exc))
+        if self.deps.offsets_committed is not None and committed.offsets:
+            self.deps.offsets_committed(committed.offsets.records())
+
+    async def _set_state(self, state: str, trace: str | None = None) -> None:
+        self.state = state
+        self.deps.observer.state_changed(state)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.deps.graceful_timeout):
+            await self.deps.status(state, trace)
+
+    async def _fail(self, exc: BaseException) -> None:
+        trace = "".join(traceback.format_exception(exc))
+        self.log.error("task failed", error=str(exc))
+        await self._set_state("FAILED", f"{exc}\n\n{trace}")
+
+
+def _where(record: SourceRecord) -> str:
+    return (
+        f"the record for topic {record.topic!r} from source partition "
+        f"{dict(record.source_partition)} at offset {dict(record.source_offset or {})}"
+    )
+
+
+def _metadata(future: Any) -> RecordMetadata | None:
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    md = future.result()
+    return RecordMetadata(md.topic, md.partition, md.offset, md.timestamp)
+
+
+def _make_producer(config: ClientConfig, fixed: Mapping[str, Any]) -> AIOKafkaProducer:
+    from eos.kafka.clients import make_producer
+
+    return make_producer(config, **fixed)
+
+
+async def wait_sent(inflight: InFlight) -> None:
+    """Wait until every record in flight is acknowledged; raise for the first failure."""
+    for record, future in inflight.records:
+        try:
+            await future
+        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch):
+            raise
+        except Exception as exc:
+            raise ConversionError(f"{_where(record)} could not be sent: {exc!r}") from exc
+
+
+class AtLeastOnceTask(SourceTaskRunner):
+    """Idempotent producer; offsets flushed every ``offset.flush.interval.ms``
+    after every record they cover was acknowledged. A crash between a send and
+    the next flush replays records (duplicates, never gaps)."""
+
+    _last_flush: float = 0.0
+
+    async def startup(self) -> bool:
+        await self._start_producer(enable_idempotence=True, transactional_id=None)
+        self._last_flush = self.deps.clock.monotonic()
+        return True
+
+    async def prepare_to_poll(self) -> None:
+        interval = self.deps.flush_interval_ms / 1000
+        if self.deps.clock.monotonic() - self._last_flush >= interval:
+            await self._flush()
+
+    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None:
+        self._inflight.records.append((record, future))
+        if record.source_offset is not None:
+            self._inflight.offsets.add(record.source_partition, record.source_offset)
+
+    async def batch_dispatched(self) -> None:
+        pass
+
+    async def final_commit(self) -> None:
+        await self._flush()
+
+    async def abandon(self, reason: str) -> None:
+        self._inflight = self.new_inflight()
+
+    async def _flush(self) -> None:
+        self._last_flush = self.deps.clock.monotonic()
+        batch, self._inflight = self._inflight, self.new_inflight()
+        if not batch.records:
+            return
+        assert self._producer is not None
+        started = time.perf_counter()
+        try:
+            await wait_sent(batch)
+            futures = [
+                await self._producer.send(self.deps.offsets_topic, key=k, value=v)
+                for k, v in batch.offsets.records()
+            ]
+            for f in futures:
+                await f
+        except Exception:
+            self.deps.observer.offset_commit_failed()
+            raise
+        self.deps.observer.transaction_committed(len(batch), time.perf_counter() - started, 0.0)
+        await self.notify_committed(batch)

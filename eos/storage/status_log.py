@@ -1,0 +1,239 @@
+"""The status topic: the last reported state of every connector and task.
+
+Compacted, several partitions (records are key-partitioned, so the statuses of
+one connector or task stay in order), written by every worker with a plain
+idempotent producer (not transactional: a status is a report, not a decision)
+and read with ``read_committed``.
+
+Record formats (keys UTF-8 text, values JSON objects with a format version)::
+
+    key                          value (v1)                                   tombstone
+    ──────────────────────────── ──────────────────────────────────────────── ───────────────
+    status-connector-<name>      {"v":1,"state":<state>,"trace":str|null,     status removed
+                                  "worker_id":str,"generation":int}
+    status-task-<name>-<n>       same as above                                status removed
+
+``<state>`` is one of UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED, RESTARTING,
+DESTROYED; ``trace`` explains a FAILED state; ``generation`` is the group
+generation of the worker that wrote it. Unknown kinds, other versions and
+malformed values are ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from aiokafka import AIOKafkaProducer
+
+from eos.kafka.clients import ClientConfig, make_producer
+from eos.storage._store import (
+    Record,
+    TopicStore,
+    decode_key,
+    decode_versioned,
+    encode_json,
+    malformed,
+)
+
+log = structlog.get_logger(__name__)
+
+_STORE = "status"
+_CONNECTOR = "status-connector-"
+_TASK = "status-task-"
+
+
+class StatusState(enum.Enum):
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    DESTROYED = "DESTROYED"
+
+
+@dataclass(frozen=True)
+class Status:
+    """A reported state, who reported it, and in which group generation."""
+
+    state: StatusState
+    trace: str | None
+    worker_id: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class StatusRecord:
+    """A decoded status record; ``task`` is None for a connector's status and
+    ``status`` None for a tombstone."""
+
+    name: str
+    task: int | None
+    status: Status | None
+
+
+def connector_status_key(name: str) -> bytes:
+    return (_CONNECTOR + name).encode()
+
+
+def task_status_key(name: str, task: int) -> bytes:
+    return f"{_TASK}{name}-{task}".encode()
+
+
+def encode_status(status: Status) -> bytes:
+    return encode_json(
+        {
+            "v": 1,
+            "state": status.state.value,
+            "trace": status.trace,
+            "worker_id": status.worker_id,
+            "generation": status.generation,
+        }
+    )
+
+
+def decode_status_record(key: bytes | None, value: bytes | None) -> StatusRecord | None:
+    """The record, or None (with a warning) for anything this worker cannot read."""
+    text = decode_key(key, store=_STORE)
+    if text is None:
+        return None
+    if text.startswith(_CONNECTOR):
+        name, task = text[len(_CONNECTOR) :], None
+    elif text.startswith(_TASK):
+        name, _, number = text[len(_TASK) :].rpartition("-")
+        if not name or not (number.isascii() and number.isdigit()):
+            malformed(_STORE, text, "a task key is status-task-<connector>-<task number>")
+            return None
+        task = int(number)
+    else:
+        log.warning("record ignored: unknown kind", store=_STORE, key=text)
+        return None
+    if value is None:
+        return StatusRecord(name, task, None)
+    document = decode_versioned(value, store=_STORE, key=text)
+    if document is None:
+        return None
+    status = _status(text, document)
+    return None if status is None else StatusRecord(name, task, status)
+
+
+def _status(key: str, document: dict[str, Any]) -> Status | None:
+    trace, worker, generation = (document.get(k) for k in ("trace", "worker_id", "generation"))
+    try:
+        state = StatusState(document.get("state"))
+    except ValueError:
+        malformed(_STORE, key, "unknown state")
+        return None
+    if (
+        not (trace is None or isinstance(trace, str))
+        or not isinstance(worker, str)
+        or not isinstance(generation, int)
+        or isinstance(generation, bool)
+    ):
+        malformed(_STORE, key, "needs trace (text or null), worker_id (text), generation (int)")
+        return None
+    return Status(state, trace, worker, generation)
+
+
+class StatusTable:
+    """The latest status per connector and per task; tombstones delete."""
+
+    def __init__(self) -> None:
+        self.connectors: dict[str, Status] = {}
+        self.tasks: dict[str, dict[int, Status]] = {}
+
+    def apply(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        record = decode_status_record(key, value)
+        if record is None:
+            return
+        if record.task is None:
+            if record.status is None:
+                self.connectors.pop(record.name, None)
+            else:
+                self.connectors[record.name] = record.status
+            return
+        tasks = self.tasks.setdefault(record.name, {})
+        if record.status is None:
+            tasks.pop(record.task, None)
+            if not tasks:
+                del self.tasks[record.name]
+        else:
+            tasks[record.task] = record.status
+
+
+class StatusLog(TopicStore[StatusTable]):
+    """Writes this worker's status reports; reads everyone's as of the last
+    :meth:`refresh` (writes are not visible before the next refresh)."""
+
+    def __init__(
+        self, client_config: ClientConfig, topic: str, worker_id: str, *, read_timeout: float
+    ) -> None:
+        super().__init__(
+            client_config,
+            topic,
+            read_timeout=read_timeout,
+            client_id=f"eos-status-{worker_id}",
+            state_factory=StatusTable,
+        )
+        self.worker_id = worker_id
+        self._producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> None:
+        await super().start()
+        producer = make_producer(
+            self._client_config,
+            enable_idempotence=True,
+            acks="all",
+            client_id=f"eos-status-writer-{self.worker_id}",
+        )
+        await producer.start()
+        self._producer = producer
+
+    async def close(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()
+        await super().close()
+
+    async def refresh(self, timeout: float | None = None) -> None:
+        """Read the topic to its end (``timeout`` defaults to ``read_timeout``).
+        Raises :class:`~eos.errors.ReadToEndTimeout`."""
+        await self._refresh_state(timeout)
+
+    async def put_connector(
+        self, name: str, state: StatusState, trace: str | None = None, generation: int = 0
+    ) -> None:
+        status = Status(state, trace, self.worker_id, generation)
+        await self._send((connector_status_key(name), encode_status(status)))
+
+    async def put_task(
+        self,
+        name: str,
+        task_id: int,
+        state: StatusState,
+        trace: str | None = None,
+        generation: int = 0,
+    ) -> None:
+        status = Status(state, trace, self.worker_id, generation)
+        await self._send((task_status_key(name, task_id), encode_status(status)))
+
+    async def remove(self, name: str) -> None:
+        """Tombstones for the connector's status and every task status known now."""
+        for task in sorted(self._state.tasks.get(name, {})):
+            await self._send((task_status_key(name, task), None))
+        await self._send((connector_status_key(name), None))
+
+    def connector_status(self, name: str) -> Status | None:
+        return self._state.connectors.get(name)
+
+    def task_statuses(self, name: str) -> dict[int, Status]:
+        return dict(self._state.tasks.get(name, {}))
+
+    async def _send(self, record: Record) -> None:
+        assert self._producer is not None, "start() first"
+        key, value = record
+        await self._producer.send_and_wait(self.topic, value, key=key)
+        log.debug("status written", topic=self.topic, key=key.decode(), tombstone=value is None)

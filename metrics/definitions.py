@@ -1,0 +1,226 @@
+"""Every metric eos exports, created on one worker's own registry.
+
+Naming follows Prometheus conventions: the ``eos_`` prefix, base units (seconds,
+bytes), ``_total`` on counters, the unit as a suffix. Task metrics carry the labels
+``connector`` and ``task``; worker metrics about a connector carry ``connector``.
+No label takes unbounded values: connector names and task ids are bounded by the
+cluster's configuration, ``state`` and ``reason`` by the runtime's enumerations.
+docs/monitoring.md has the table; a unit test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+TASK_LABELS = ("connector", "task")
+ABORT_REASONS = ("connector", "error", "shutdown")
+
+#: Records per committed transaction.
+SIZE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000)
+#: Commits, polls, fencing rounds: 1 ms to 1 min.
+LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+)  # fmt: skip
+#: How long a transaction stays open: 10 ms up to the producer's transaction timeout and past it.
+OPEN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
+
+
+@dataclass(frozen=True)
+class TaskMetrics:
+    """Per-task metrics (labels ``connector``, ``task``)."""
+
+    transaction_size_min: Gauge
+    transaction_size_max: Gauge
+    transaction_size_avg: Gauge
+    transaction_records: Histogram
+    transactions_committed: Counter
+    transactions_aborted: Counter
+    records_aborted: Counter
+    commit_duration: Histogram
+    transaction_open_duration: Histogram
+    records_polled: Counter
+    records_written: Counter
+    records_dropped: Counter
+    written_bytes: Counter
+    poll_duration: Histogram
+    offset_commit_failures: Counter
+    producer_fenced: Counter
+    state: Gauge
+    last_commit_age: Gauge
+    last_commit_timestamp: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> TaskMetrics:
+        def gauge(name: str, doc: str, *extra: str) -> Gauge:
+            return Gauge(name, doc, (*TASK_LABELS, *extra), registry=registry)
+
+        def counter(name: str, doc: str, *extra: str) -> Counter:
+            return Counter(name, doc, (*TASK_LABELS, *extra), registry=registry)
+
+        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, doc, TASK_LABELS, registry=registry, buckets=buckets)
+
+        return cls(
+            transaction_size_min=gauge(
+                "eos_task_transaction_size_min",
+                "Fewest records in one committed transaction of this task (KIP-618 "
+                "transaction-size-min), over the task's lifetime on this worker.",
+            ),
+            transaction_size_max=gauge(
+                "eos_task_transaction_size_max",
+                "Most records in one committed transaction (KIP-618 transaction-size-max).",
+            ),
+            transaction_size_avg=gauge(
+                "eos_task_transaction_size_avg",
+                "Average records per committed transaction (KIP-618 transaction-size-avg).",
+            ),
+            transaction_records=histogram(
+                "eos_task_transaction_records",
+                "Records per committed transaction.",
+                SIZE_BUCKETS,
+            ),
+            transactions_committed=counter(
+                "eos_task_transactions_committed_total",
+                "Transactions committed (at-least-once: offset flushes).",
+            ),
+            transactions_aborted=counter(
+                "eos_task_transactions_aborted_total",
+                "Transactions aborted, by reason: connector (the task asked), error, shutdown.",
+                "reason",
+            ),
+            records_aborted=counter(
+                "eos_task_records_aborted_total", "Records in aborted transactions."
+            ),
+            commit_duration=histogram(
+                "eos_task_commit_duration_seconds",
+                "Time the commit of a transaction (or offset flush) took.",
+                LATENCY_BUCKETS,
+            ),
+            transaction_open_duration=histogram(
+                "eos_task_transaction_open_duration_seconds",
+                "Time from a transaction's first record to its commit.",
+                OPEN_BUCKETS,
+            ),
+            records_polled=counter(
+                "eos_task_records_polled_total", "Records returned by the task's poll."
+            ),
+            records_written=counter(
+                "eos_task_records_written_total", "Records handed to the producer."
+            ),
+            records_dropped=counter(
+                "eos_task_records_dropped_total",
+                "Polled records the framework did not write (a transform dropped them).",
+            ),
+            written_bytes=counter(
+                "eos_task_written_bytes_total",
+                "Key and value bytes of the records handed to the producer.",
+            ),
+            poll_duration=histogram(
+                "eos_task_poll_duration_seconds",
+                "Time one call to the task's poll took.",
+                LATENCY_BUCKETS,
+            ),
+            offset_commit_failures=counter(
+                "eos_task_offset_commit_failures_total",
+                "Failed attempts to commit the task's source offsets.",
+            ),
+            producer_fenced=counter(
+                "eos_task_producer_fenced_total",
+                "Times the task's transactional producer was fenced by a newer instance.",
+            ),
+            state=gauge(
+                "eos_task_state",
+                "1 for the task's current state, 0 for the other known states.",
+                "state",
+            ),
+            last_commit_age=gauge(
+                "eos_task_last_commit_age_seconds",
+                "Seconds since the task's last committed transaction (since the task "
+                "started on this worker if it has not committed yet), computed at scrape time.",
+            ),
+            last_commit_timestamp=gauge(
+                "eos_task_last_commit_timestamp_seconds",
+                "Unix time of the task's last committed transaction (absent before the first).",
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class WorkerMetrics:
+    """Per-worker metrics (no labels, or ``connector``)."""
+
+    rebalances: Counter
+    generation: Gauge
+    leader: Gauge
+    fencing_rounds: Counter
+    fencing_round_failures: Counter
+    fencing_round_duration: Histogram
+    producers_fenced: Counter
+    task_count_records: Counter
+    config_read_lag: Gauge
+    offset_mirror_pending: Gauge
+    thread_pool_busy: Gauge
+    thread_pool_queued: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
+        def by_connector(name: str, doc: str) -> Counter:
+            return Counter(name, doc, ("connector",), registry=registry)
+
+        return cls(
+            rebalances=Counter(
+                "eos_worker_rebalances_total", "Completed rebalances.", registry=registry
+            ),
+            generation=Gauge(
+                "eos_worker_generation",
+                "Group generation of the last completed rebalance.",
+                registry=registry,
+            ),
+            leader=Gauge(
+                "eos_worker_leader", "1 if this worker is the group's leader.", registry=registry
+            ),
+            fencing_rounds=by_connector(
+                "eos_worker_fencing_rounds_total",
+                "Zombie fencing rounds this worker ran as leader, failed or not.",
+            ),
+            fencing_round_failures=by_connector(
+                "eos_worker_fencing_round_failures_total", "Fencing rounds that failed."
+            ),
+            fencing_round_duration=Histogram(
+                "eos_worker_fencing_round_duration_seconds",
+                "Time a fencing round took.",
+                ("connector",),
+                registry=registry,
+                buckets=LATENCY_BUCKETS,
+            ),
+            producers_fenced=by_connector(
+                "eos_worker_producers_fenced_total",
+                "Task producers on this worker that were fenced (kept after the task is gone).",
+            ),
+            task_count_records=by_connector(
+                "eos_worker_task_count_records_written_total",
+                "Task count records the leader wrote to the config topic.",
+            ),
+            config_read_lag=Gauge(
+                "eos_worker_config_read_lag_records",
+                "Config topic records not yet applied when last checked.",
+                registry=registry,
+            ),
+            offset_mirror_pending=Gauge(
+                "eos_worker_offset_mirror_pending_offsets",
+                "Committed offsets not yet copied to the global offsets topic.",
+                registry=registry,
+            ),
+            thread_pool_busy=Gauge(
+                "eos_worker_thread_pool_busy_threads",
+                "Threads of the blocking-call pool (Spark reads) in use.",
+                registry=registry,
+            ),
+            thread_pool_queued=Gauge(
+                "eos_worker_thread_pool_queued_calls",
+                "Blocking calls waiting for a thread.",
+                registry=registry,
+            ),
+        )

@@ -1,0 +1,310 @@
+"""The runtime's observer port (:mod:`eos.runtime.observer`) implemented with
+prometheus-client on one worker's own registry.
+
+Invariants:
+- Every method is cheap and never raises: a failure is logged and dropped.
+- A task's series exist from :meth:`PrometheusObserver.task` until its observer's
+  :meth:`~PrometheusTaskObserver.close`; the KIP-618 size gauges and the last-commit
+  timestamp appear with the first committed transaction.
+- When a task is started again on this worker before the old observer is closed,
+  the new observer owns the series; closing the old one then removes nothing, and
+  every call on a closed observer is ignored (so it cannot bring series back).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import ParamSpec
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+)
+
+from eos.runtime.observer import TASK_STATES, AbortReason, NullTaskObserver, TaskObserver
+from metrics.definitions import ABORT_REASONS, TaskMetrics, WorkerMetrics
+
+__all__ = ["PrometheusObserver", "PrometheusTaskObserver"]
+
+_log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+Clock = Callable[[], float]
+
+
+def _never_raises(fn: Callable[_P, None]) -> Callable[_P, None]:
+    @functools.wraps(fn)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        try:
+            fn(*args, **kwargs)
+        except Exception:
+            _log.exception("metrics: %s failed", fn.__qualname__)
+
+    return guarded
+
+
+class PrometheusTaskObserver:
+    """Reports one task (``connector``, ``task``) into :class:`TaskMetrics`."""
+
+    def __init__(
+        self,
+        metrics: TaskMetrics,
+        connector: str,
+        task_id: int,
+        *,
+        clock: Clock,
+        release: Callable[[PrometheusTaskObserver], bool],
+        fenced_on_worker: Counter,
+    ) -> None:
+        self._m = metrics
+        self._fenced_on_worker = fenced_on_worker
+        self._labels = (connector, str(task_id))
+        self._clock = clock
+        self._release = release
+        self._lock = threading.Lock()
+        self._closed = False
+        self._started = clock()
+        self._last_commit: float | None = None
+        self._committed = 0
+        self._committed_records = 0
+        self._min = 0
+        self._max = 0
+        self._states = list(TASK_STATES)
+        self._create_series()
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        """``(connector, task)`` as they appear in the series."""
+        return self._labels
+
+    def _create_series(self) -> None:
+        m, labels = self._m, self._labels
+        for counter in (
+            m.transactions_committed,
+            m.records_aborted,
+            m.records_polled,
+            m.records_written,
+            m.records_dropped,
+            m.written_bytes,
+            m.offset_commit_failures,
+            m.producer_fenced,
+        ):
+            counter.labels(*labels)
+        for reason in ABORT_REASONS:
+            m.transactions_aborted.labels(*labels, reason)
+        for histogram in (
+            m.transaction_records,
+            m.commit_duration,
+            m.transaction_open_duration,
+            m.poll_duration,
+        ):
+            histogram.labels(*labels)
+        for state in self._states:
+            m.state.labels(*labels, state).set(0)
+        m.last_commit_age.labels(*labels).set_function(self._last_commit_age)
+
+    def _last_commit_age(self) -> float:
+        since = self._started if self._last_commit is None else self._last_commit
+        return max(0.0, self._clock() - since)
+
+    @_never_raises
+    def state_changed(self, state: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if state not in self._states:
+                self._states.append(state)
+            for known in self._states:
+                self._m.state.labels(*self._labels, known).set(1 if known == state else 0)
+
+    @_never_raises
+    def poll_completed(self, records: int, seconds: float) -> None:
+        if self._closed:
+            return
+        self._m.records_polled.labels(*self._labels).inc(records)
+        self._m.poll_duration.labels(*self._labels).observe(seconds)
+
+    @_never_raises
+    def records_written(self, records: int, nbytes: int) -> None:
+        if self._closed:
+            return
+        self._m.records_written.labels(*self._labels).inc(records)
+        self._m.written_bytes.labels(*self._labels).inc(nbytes)
+
+    @_never_raises
+    def records_dropped(self, records: int) -> None:
+        """Not (yet) in the TaskObserver port: polled records a transform dropped."""
+        if self._closed:
+            return
+        self._m.records_dropped.labels(*self._labels).inc(records)
+
+    @_never_raises
+    def transaction_committed(
+        self, records: int, commit_seconds: float, open_seconds: float
+    ) -> None:
+        m, labels = self._m, self._labels
+        with self._lock:
+            if self._closed:
+                return
+            first = self._committed == 0
+            self._committed += 1
+            self._committed_records += records
+            self._min = records if first else min(self._min, records)
+            self._max = records if first else max(self._max, records)
+            self._last_commit = self._clock()
+            m.transaction_size_min.labels(*labels).set(self._min)
+            m.transaction_size_max.labels(*labels).set(self._max)
+            m.transaction_size_avg.labels(*labels).set(self._committed_records / self._committed)
+            m.last_commit_timestamp.labels(*labels).set(self._last_commit)
+        m.transactions_committed.labels(*labels).inc()
+        m.transaction_records.labels(*labels).observe(records)
+        m.commit_duration.labels(*labels).observe(commit_seconds)
+        m.transaction_open_duration.labels(*labels).observe(open_seconds)
+
+    @_never_raises
+    def transaction_aborted(self, records: int, reason: AbortReason) -> None:
+        if self._closed:
+            return
+        self._m.transactions_aborted.labels(*self._labels, reason).inc()
+        self._m.records_aborted.labels(*self._labels).inc(records)
+
+    @_never_raises
+    def offset_commit_failed(self) -> None:
+        if self._closed:
+            return
+        self._m.offset_commit_failures.labels(*self._labels).inc()
+
+    @_never_raises
+    def producer_fenced(self) -> None:
+        if self._closed:
+            return
+        self._m.producer_fenced.labels(*self._labels).inc()
+        self._fenced_on_worker.inc()
+
+    @_never_raises
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._release(self):
+                self._remove_series()
+
+    def _remove_series(self) -> None:
+        m, labels = self._m, self._labels
+        for metric in (
+            m.transaction_size_min,
+            m.transaction_size_max,
+            m.transaction_size_avg,
+            m.transaction_records,
+            m.transactions_committed,
+            m.records_aborted,
+            m.commit_duration,
+            m.transaction_open_duration,
+            m.records_polled,
+            m.records_written,
+            m.records_dropped,
+            m.written_bytes,
+            m.poll_duration,
+            m.offset_commit_failures,
+            m.producer_fenced,
+            m.last_commit_age,
+            m.last_commit_timestamp,
+        ):
+            metric.remove(*labels)
+        for reason in ABORT_REASONS:
+            m.transactions_aborted.remove(*labels, reason)
+        for state in self._states:
+            m.state.remove(*labels, state)
+
+
+class PrometheusObserver:
+    """A worker's :class:`~eos.runtime.observer.WorkerObserver` on its own registry.
+
+    ``registry`` defaults to a new :class:`CollectorRegistry` (never the global
+    default one). With ``process_metrics`` the process, platform and GC collectors
+    (``process_*``, ``python_*``) are registered on it too; pass ``False`` when
+    they are already there.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        process_metrics: bool = True,
+        clock: Clock = time.time,
+    ) -> None:
+        self.registry = CollectorRegistry() if registry is None else registry
+        self._clock = clock
+        self._task_metrics = TaskMetrics.create(self.registry)
+        self._m = WorkerMetrics.create(self.registry)
+        self._owners: dict[tuple[str, str], PrometheusTaskObserver] = {}
+        self._lock = threading.Lock()
+        if process_metrics:
+            ProcessCollector(registry=self.registry)
+            PlatformCollector(registry=self.registry)
+            if GC_COLLECTOR is not None:
+                GCCollector(registry=self.registry)
+
+    def task(self, connector: str, task_id: int) -> TaskObserver:
+        try:
+            with self._lock:
+                observer = PrometheusTaskObserver(
+                    self._task_metrics,
+                    connector,
+                    task_id,
+                    clock=self._clock,
+                    release=self._release,
+                    fenced_on_worker=self._m.producers_fenced.labels(connector),
+                )
+                self._owners[observer.labels] = observer
+            return observer
+        except Exception:
+            _log.exception("metrics: task observer for %s/%s failed", connector, task_id)
+            return NullTaskObserver()
+
+    def _release(self, observer: PrometheusTaskObserver) -> bool:
+        """Forget ``observer``; True if it owned its series (so they may be removed)."""
+        with self._lock:
+            if self._owners.get(observer.labels) is not observer:
+                return False
+            del self._owners[observer.labels]
+            return True
+
+    @_never_raises
+    def rebalance_completed(self, generation: int, leader: bool) -> None:
+        self._m.rebalances.inc()
+        self._m.generation.set(generation)
+        self._m.leader.set(1 if leader else 0)
+
+    @_never_raises
+    def fencing_round(self, connector: str, seconds: float, ok: bool) -> None:
+        self._m.fencing_rounds.labels(connector).inc()
+        failures = self._m.fencing_round_failures.labels(connector)
+        if not ok:
+            failures.inc()
+        self._m.fencing_round_duration.labels(connector).observe(seconds)
+
+    @_never_raises
+    def task_count_record_written(self, connector: str) -> None:
+        self._m.task_count_records.labels(connector).inc()
+
+    @_never_raises
+    def config_read_lag(self, records: int) -> None:
+        self._m.config_read_lag.set(records)
+
+    @_never_raises
+    def offset_mirror_backlog(self, offsets: int) -> None:
+        self._m.offset_mirror_pending.set(offsets)
+
+    @_never_raises
+    def thread_pool(self, busy: int, queued: int) -> None:
+        self._m.thread_pool_busy.set(busy)
+        self._m.thread_pool_queued.set(queued)

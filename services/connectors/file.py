@@ -1,0 +1,316 @@
+"""FileSource: every line of the files matching a glob pattern, exactly once.
+
+Each file is one source partition, ``{"file": "<absolute path>"}``; its offset is
+``{"position": <byte offset just after the last emitted line>}``. A record's value
+is the line as a string without its line ending (``\\n`` or ``\\r\\n``); the key is
+None. Only complete lines (ending in ``\\n``) are emitted: a partial last line waits
+until it is finished.
+
+Files are found at run time, so they are assigned to tasks by a stable hash of the
+absolute path: task ``i`` of ``n`` reads the files with
+``zlib.crc32(path) % n == i`` (:func:`owner_of`), so every file belongs to exactly
+one task. Every ``poll.interval.ms`` a task looks for new files and for files that
+grew; a file with unread lines is read on, batch after batch, without waiting.
+Listing and reading happen in the worker's thread pool
+(``context.resources.run_blocking``), never on the event loop.
+
+A task resumes each file from its committed offset. A file that became shorter than
+that offset (truncated or replaced) is not re-read from the start, which could emit
+lines twice: the task logs a warning and keeps its position, reading on once the
+file grows past it. The files must be visible at the same paths on every worker
+that may run the tasks (a shared file system, or a single worker); use an absolute
+pattern, since a relative one is resolved against the worker's working directory.
+"""
+
+from __future__ import annotations
+
+import codecs
+import glob
+import logging
+import os
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from eos.api import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigError,
+    ExactlyOnceSupport,
+    Importance,
+    NonEmpty,
+    Range,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    SourceTaskContext,
+    Type,
+)
+
+log = logging.getLogger(__name__)
+
+TASK_ID = "task.id"
+TASK_COUNT = "task.count"
+IDLE_SECONDS = 0.1
+"""How long :meth:`FileSourceTask.poll` waits at most before returning empty-handed."""
+CHUNK_BYTES = 64 * 1024
+
+
+class _LineEncoding:
+    """An encoding in which a newline is the single byte ``\\n`` (utf-8, latin-1, …)."""
+
+    allowed = "an encoding that writes a newline as the single byte 0x0A, e.g. utf-8"
+
+    def __call__(self, key: str, value: Any) -> None:
+        try:
+            codecs.lookup(value)
+            newline = "\n".encode(value)
+        except (LookupError, UnicodeError):
+            raise ConfigError(key, value, f"unknown encoding; expected {self.allowed}") from None
+        if newline != b"\n":
+            raise ConfigError(key, value, f"expected {self.allowed}")
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define("topic", Type.STRING, NO_DEFAULT, NonEmpty(), Importance.HIGH, "Topic to write to.")
+    .define(
+        "path",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "Glob pattern of the files to read, e.g. /data/*.log (** matches subdirectories).",
+    )
+    .define(
+        "poll.interval.ms",
+        Type.LONG,
+        1000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "How often to look for new files and new lines.",
+    )
+    .define("batch.size", Type.INT, 1000, Range(at_least=1), Importance.LOW, "Most lines per poll.")
+    .define(
+        "encoding", Type.STRING, "utf-8", _LineEncoding(), Importance.LOW, "Encoding of the files."
+    )
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    topic: str
+    pattern: str
+    poll_interval: float  # seconds
+    batch_size: int
+    encoding: str
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any]) -> Settings:
+        values = CONFIG_DEF.parse(config)
+        return cls(
+            topic=values["topic"],
+            pattern=values["path"],
+            poll_interval=values["poll.interval.ms"] / 1000,
+            batch_size=values["batch.size"],
+            encoding=values["encoding"],
+        )
+
+
+def owner_of(path: str, tasks: int) -> int:
+    """The task (of ``tasks``) that reads the file at absolute ``path``."""
+    return zlib.crc32(os.fsencode(path)) % tasks
+
+
+def list_files(pattern: str) -> dict[str, int]:
+    """Absolute path → size of every regular file matching ``pattern`` (blocking)."""
+    found: dict[str, int] = {}
+    for match in sorted(glob.glob(pattern, recursive=True)):
+        path = os.path.abspath(match)
+        try:
+            if os.path.isfile(path):
+                found[path] = os.path.getsize(path)
+        except OSError:  # vanished meanwhile
+            continue
+    return found
+
+
+def read_lines(
+    path: str, position: int, limit: int, encoding: str
+) -> tuple[list[tuple[str, int]], bool]:
+    """Up to ``limit`` complete lines of ``path`` from byte ``position`` (blocking).
+
+    Returns ``(lines, at_end)``: each line without its ending, with the byte
+    offset just after it; ``at_end`` is True when the file holds no further
+    complete line (a partial last line stays unread).
+    """
+    lines: list[tuple[str, int]] = []
+    try:
+        with open(path, "rb") as file:
+            file.seek(position)
+            buffer, start = b"", position  # start: file offset of buffer[0]
+            while len(lines) < limit:
+                data = file.read(CHUNK_BYTES)
+                if not data:
+                    return lines, True
+                buffer += data
+                begin = 0
+                while len(lines) < limit and (end := buffer.find(b"\n", begin)) >= 0:
+                    raw = buffer[begin:end].removesuffix(b"\r")
+                    lines.append((raw.decode(encoding, errors="replace"), start + end + 1))
+                    begin = end + 1
+                buffer, start = buffer[begin:], start + begin
+    except FileNotFoundError:
+        return lines, True
+    return lines, False
+
+
+class FileSource(SourceConnector):
+    """Lines of the files matching ``path``, spread over the tasks by path hash."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, str] = {}
+
+    def version(self) -> str:
+        return "1.0.0"
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    async def start(self, config: Mapping[str, str]) -> None:
+        Settings.parse(config)
+        self._config = dict(config)
+
+    def task_class(self) -> type[SourceTask]:
+        return FileSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Task ``i`` of ``n`` reads the files :func:`owner_of` gives it."""
+        return [
+            {**self._config, TASK_ID: str(i), TASK_COUNT: str(max_tasks)} for i in range(max_tasks)
+        ]
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        return ExactlyOnceSupport.SUPPORTED
+
+
+@dataclass
+class _File:
+    position: int
+    pending: bool = True  # may hold unread complete lines
+    truncated: bool = False  # warned that it shrank below position
+
+
+class FileSourceTask(SourceTask):
+    """Reads the files it owns; ``clock`` (monotonic seconds) paces the scans."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._settings: Settings | None = None
+        self._context: SourceTaskContext | None = None
+        self._task_id, self._task_count = 0, 1
+        self._files: dict[str, _File] = {}
+        self._next_scan = 0.0
+        self._turn = 0  # rotates which file is read first
+
+    def version(self) -> str:
+        return "1.0.0"
+
+    @property
+    def positions(self) -> dict[str, int]:
+        """Absolute path → byte position of every file this task has found."""
+        return {path: f.position for path, f in self._files.items()}
+
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self._settings = Settings.parse(config)
+        self._context = context
+        try:
+            self._task_id, self._task_count = int(config[TASK_ID]), int(config[TASK_COUNT])
+        except (KeyError, ValueError):
+            raise ConfigError(
+                TASK_ID, config.get(TASK_ID), "not a task configuration of FileSource"
+            ) from None
+        self._files = {}
+        self._next_scan = self._clock()
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        assert self._settings is not None, "start() first"
+        if self._clock() >= self._next_scan:
+            self._next_scan = self._clock() + self._settings.poll_interval
+            await self._scan()
+        records = await self._read()
+        if records:
+            return records
+        await anyio.sleep(min(max(self._next_scan - self._clock(), 0.0), IDLE_SECONDS))
+        return None
+
+    async def _scan(self) -> None:
+        """Find new files (resuming them from their offsets) and files that grew."""
+        assert self._settings is not None
+        assert self._context is not None
+        sizes = await self._context.resources.run_blocking(list_files, self._settings.pattern)
+        mine = {p: s for p, s in sizes.items() if owner_of(p, self._task_count) == self._task_id}
+        new = [p for p in mine if p not in self._files]
+        if new:
+            offsets = await self._context.offset_reader.offsets([{"file": p} for p in new])
+            for path, offset in zip(new, offsets, strict=True):
+                self._files[path] = _File(_position(offset))
+                log.info("file found: %s from byte %d", path, self._files[path].position)
+        for path, size in mine.items():
+            self._check_size(path, self._files[path], size)
+
+    def _check_size(self, path: str, file: _File, size: int) -> None:
+        if size < file.position:
+            if not file.truncated:
+                log.warning(
+                    "file %s shrank to %d bytes, below the position %d already read; "
+                    "keeping the position (nothing is re-read) until it grows past it",
+                    path,
+                    size,
+                    file.position,
+                )
+            file.truncated, file.pending = True, False
+        else:
+            file.truncated = False
+            file.pending = size > file.position
+
+    async def _read(self) -> list[SourceRecord]:
+        """Up to ``batch.size`` lines, from the files that may have some, in turns."""
+        assert self._settings is not None
+        assert self._context is not None
+        settings, run_blocking = self._settings, self._context.resources.run_blocking
+        pending = [p for p, f in self._files.items() if f.pending]
+        if not pending:
+            return []
+        self._turn = (self._turn + 1) % len(pending)
+        records: list[SourceRecord] = []
+        for path in pending[self._turn :] + pending[: self._turn]:
+            budget = settings.batch_size - len(records)
+            if budget <= 0:
+                break
+            file = self._files[path]
+            lines, at_end = await run_blocking(
+                read_lines, path, file.position, budget, settings.encoding
+            )
+            file.pending = not at_end
+            for line, end in lines:
+                records.append(
+                    SourceRecord({"file": path}, {"position": end}, settings.topic, line)
+                )
+            if lines:
+                file.position = lines[-1][1]
+        return records
+
+    async def stop(self) -> None:
+        self._files = {}
+
+
+def _position(offset: Mapping[str, Any] | None) -> int:
+    position = None if offset is None else offset.get("position")
+    if isinstance(position, int) and not isinstance(position, bool) and position >= 0:
+        return position
+    return 0
