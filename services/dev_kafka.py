@@ -278,8 +278,8 @@ class DevKafka:
             f"{libs}/*",
             "kafka.tools.StorageTool",
             "format",
-            "-t",
-            state.cluster_id,
+            # One argument: a random id may start with "-", which would read as an option.
+            f"--cluster-id={state.cluster_id}",
             "-c",
             str(directory / "server.properties"),
         ]

@@ -79,7 +79,9 @@ class VerifyResult:
         """The summary line, then the detail lines."""
         lines = [self.summary(), *(f"  {d}" for d in self.details)]
         if not self.complete:
-            lines.append("  the topic could not be read to its end before the timeout")
+            lines.append(
+                "  could not read the topic to its end in time (does it exist? --timeout?)"
+            )
         if expect is not None and self.records < expect:
             lines.append(f"  expected at least {expect} records, read {self.records}")
         return lines

@@ -34,6 +34,10 @@ import anyio
 import httpx
 import pytest
 import yaml
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from prometheus_client import CollectorRegistry
+
+from metrics import serve_metrics
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 PROMTOOL = Path("/usr/bin/promtool")
@@ -258,6 +262,20 @@ def run_prometheus(
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def serving(registry: CollectorRegistry) -> Iterator[tuple[str, BlockingPortal]]:
+    """Serve ``registry`` with :func:`metrics.serve_metrics` on a free loopback port from
+    an event loop in a background thread; yields ``("127.0.0.1:<port>", portal)``. The
+    portal runs more background work (``portal.start_task_soon(workload.run)``), all of
+    it cancelled on exit."""
+    with start_blocking_portal() as portal:
+        _, port = portal.start_task(serve_metrics, registry, "127.0.0.1", 0)
+        try:
+            yield f"127.0.0.1:{port}", portal
+        finally:
+            portal.call(portal.stop, True)
 
 
 PrometheusFactory = Callable[..., PrometheusServer]

@@ -31,6 +31,7 @@ from eos.runtime.boundaries import (
     PollBoundary,
     TransactionRequests,
 )
+from eos.runtime.observer import AbortReason
 from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec, wait_sent
 
 T = TypeVar("T")
@@ -91,9 +92,16 @@ class ExactlyOnceTask(SourceTaskRunner):
         await self._act(self._policy.after_batch(self._inflight.opened_at))
 
     async def final_commit(self) -> None:
-        await self._commit()
+        """poll/interval: commit what was polled. connector: only what the task asked
+        to commit; a transaction it left open is aborted (it defined no boundary)."""
+        if self._requests is None:
+            await self._commit()
+            return
+        await self._act(self._policy.after_batch(self._inflight.opened_at))
+        if self._inflight.opened_at is not None:
+            await self.abandon("shutdown")
 
-    async def abandon(self, reason: str) -> None:
+    async def abandon(self, reason: AbortReason) -> None:
         batch, self._inflight = self._inflight, self.new_inflight()
         if batch.opened_at is None or self._producer is None:
             return
@@ -101,7 +109,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._producer.abort_transaction()
         except Exception as exc:  # the producer may already be unusable
             self.log.debug("abort after failure did not complete", error=repr(exc))
-        self.deps.observer.transaction_aborted(len(batch), "error")
+        self.deps.observer.transaction_aborted(len(batch), reason)
 
     # ------------------------------------------------------------ commit/abort
 

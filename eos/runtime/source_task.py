@@ -41,7 +41,7 @@ from eos.errors import ConversionError, EosError, FencedError, TaskError
 from eos.kafka.clients import ClientConfig
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
-from eos.runtime.observer import NullTaskObserver, TaskObserver
+from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
 
@@ -252,7 +252,7 @@ class SourceTaskRunner(ABC):
     async def final_commit(self) -> None: ...
 
     @abstractmethod
-    async def abandon(self, reason: str) -> None:
+    async def abandon(self, reason: AbortReason) -> None:
         """Give up what is in flight (abort the open transaction if there is one)."""
 
     def fenced_error(self, exc: BaseException) -> EosError:
@@ -369,7 +369,7 @@ class AtLeastOnceTask(SourceTaskRunner):
     async def final_commit(self) -> None:
         await self._flush()
 
-    async def abandon(self, reason: str) -> None:
+    async def abandon(self, reason: AbortReason) -> None:
         self._inflight = self.new_inflight()
 
     async def _flush(self) -> None:

@@ -71,7 +71,7 @@ log = structlog.get_logger(__name__)
 
 _STORE = "config"
 _FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
-_ABORT_TIMEOUT = 10.0
+_ABORT_TIMEOUT = 10.0  # bound on cleanup (abort, stop) after a failed write; not a setting
 
 
 class TargetState(enum.Enum):

@@ -112,8 +112,8 @@ class OffsetState:
 class OffsetLog(TopicStore[OffsetState]):
     """The committed offsets of one offsets topic, as of the last :meth:`refresh`.
 
-    Shared by every task that reads the topic: refreshes are serialised.
-    Returned offsets are copies.
+    Nothing is known before the first refresh. Shared by every task that reads
+    the topic: refreshes are serialised. Returned offsets are copies.
     """
 
     def __init__(self, client_config: ClientConfig, topic: str, *, read_timeout: float) -> None:

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from eos.kafka import ClientConfig
 from eos.api import SourceTaskContext
+from eos.kafka import ClientConfig
 from services.connectors.verifiable import VerifiableSource, VerifiableSourceTask, record_value
 from services.verify import AbortedPattern, add_arguments, run, verify
 from tests.conftest import TopicFactory
@@ -186,9 +186,8 @@ async def test_verifiable_source_transactions_verify_clean(
                     await p.send(topic, json.dumps(record.value).encode(), key=record.key.encode())
                     for kind, asked in txn.requests:
                         if asked is record:
-                            await (
-                                p.commit_transaction if kind == "commit" else p.abort_transaction
-                            )()
+                            end = p.commit_transaction if kind == "commit" else p.abort_transaction
+                            await end()
                             await p.begin_transaction()
             await p.abort_transaction()  # the empty one opened after the last boundary
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -115,3 +116,15 @@ def test_cli_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(bad_property) == 2
     with pytest.raises(SystemExit):  # both forms at once
         parser.parse_args(["--topic", "t", "--aborted", "f", "--aborted-pattern", "1,1,1,1,1"])
+
+
+def test_report_lines() -> None:
+    result = dataclasses.replace(check(values("0-0", 0, 2)), complete=False)
+    assert result.report(expect=5) == [
+        "records=2 partitions=1 duplicates=0 gaps=1 unexpected=0",
+        "  partition 0-0: missing seqnos: 1",
+        "  could not read the topic to its end in time (does it exist? --timeout?)",
+        "  expected at least 5 records, read 2",
+    ]
+    assert not dataclasses.replace(check([]), complete=False).ok()
+    assert check([]).ok()

@@ -1,0 +1,40 @@
+"""promtool accepts the shipped scrape config and alert rules, and the rules' unit
+tests (deploy/prometheus/alerts_test.yml) pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.prometheus_server import ALERT_RULES, DEPLOY, SCRAPE_CONFIG, promtool, scrape_config
+
+pytestmark = pytest.mark.integration
+
+
+def check(*args: str | Path) -> str:
+    done = promtool(*args)
+    assert done.returncode == 0, f"promtool {args}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_check_config() -> None:
+    out = check("check", "config", SCRAPE_CONFIG)
+    assert "SUCCESS" in out
+
+
+def test_check_config_as_the_tests_run_it(tmp_path: Path) -> None:
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump(scrape_config(["127.0.0.1:18083"])))
+    check("check", "config", config)
+
+
+def test_check_rules() -> None:
+    out = check("check", "rules", ALERT_RULES)
+    assert "SUCCESS: 6 rules found" in out
+
+
+def test_alert_rule_unit_tests() -> None:
+    out = check("test", "rules", DEPLOY / "alerts_test.yml")
+    assert "SUCCESS" in out

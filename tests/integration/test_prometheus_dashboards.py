@@ -1,0 +1,118 @@
+"""Every dashboard query and every alert rule, evaluated by a real Prometheus that
+scrapes a registry fed by the scripted workload (tests/metrics_demo.py)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from metrics import PrometheusObserver
+from tests.metrics_demo import DASHBOARDS, ScriptedWorkload, dashboard_queries, substitute
+from tests.prometheus_server import ALERT_RULES, PrometheusServer, serving, start_prometheus
+
+pytestmark = pytest.mark.integration
+
+QUERIES = [
+    pytest.param(expr, id=f"{path.stem}:{title}:{i}")
+    for path in sorted(DASHBOARDS.glob("*.json"))
+    for i, (title, _legend, expr) in enumerate(dashboard_queries(path))
+]
+ALERTS = [
+    pytest.param(rule["expr"], id=rule["alert"])
+    for group in yaml.safe_load(ALERT_RULES.read_text())["groups"]
+    for rule in group["rules"]
+]
+
+
+@dataclass
+class Scraped:
+    prom: PrometheusServer
+    workload: ScriptedWorkload
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
+    """The workload runs (a tick every 100 ms) while Prometheus scrapes it every second."""
+    workload = ScriptedWorkload(PrometheusObserver())
+    with serving(workload.observer.registry) as (target, portal):
+        portal.start_task_soon(workload.run)
+        prom = start_prometheus([target], tmp_path_factory.mktemp("prometheus"))
+        try:
+            yield Scraped(prom, workload)
+        finally:
+            prom.stop()
+
+
+def has_finite_value(result: list[dict[str, Any]]) -> bool:
+    return any(math.isfinite(float(sample["value"][1])) for sample in result)
+
+
+@pytest.mark.parametrize("expr", QUERIES)
+async def test_dashboard_query_returns_data(scraped: Scraped, expr: str) -> None:
+    query = substitute(expr)
+    assert "$" not in query, f"unsubstituted variable in {query}"
+    await scraped.prom.wait_for(query, timeout=30, predicate=has_finite_value)
+
+
+@pytest.mark.parametrize(
+    ("path", "variable", "expected"),
+    [
+        ("eos-connector.json", "connector", {"orders", "clicks", "payments"}),
+        ("eos-connector.json", "task", {"0", "1"}),
+    ],
+)
+async def test_template_variables_list_values(
+    scraped: Scraped, path: str, variable: str, expected: set[str]
+) -> None:
+    (definition,) = [
+        v["definition"]
+        for v in yaml.safe_load((DASHBOARDS / path).read_text())["templating"]["list"]
+        if v["name"] == variable
+    ]
+    match = re.fullmatch(r"label_values\((.+), (\w+)\)", definition)
+    assert match, definition
+    selector, label = substitute(match[1]), match[2]
+    await scraped.prom.wait_for(selector)
+    values = await scraped.prom.api(f"label/{label}/values", **{"match[]": selector})
+    assert set(values) == expected
+
+
+@pytest.mark.parametrize("expr", ALERTS)
+async def test_alert_expression_evaluates(scraped: Scraped, expr: str) -> None:
+    await scraped.prom.targets_up()
+    await scraped.prom.query(expr)  # raises on a PromQL error
+
+
+async def test_alert_rules_loaded_and_healthy(scraped: Scraped) -> None:
+    await scraped.prom.targets_up()
+    with anyio.fail_after(30):
+        while True:
+            groups = (await scraped.prom.api("rules", type="alert"))["groups"]
+            rules = [rule for group in groups for rule in group["rules"]]
+            if rules and all(r["lastEvaluation"] > "1970-01-02" for r in rules):
+                break
+            await anyio.sleep(0.5)
+    assert {r["name"] for r in rules} == {p.id for p in ALERTS}
+    for rule in rules:
+        assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
+
+
+async def test_failed_task_alert_is_pending_or_firing(scraped: Scraped) -> None:
+    """payments/0 fails six seconds in: EosTaskFailed goes pending (its `for` is 1m)."""
+    result = await scraped.prom.wait_for(
+        'ALERTS{alertname="EosTaskFailed", connector="payments"}', timeout=40
+    )
+    assert {s["metric"]["alertstate"] for s in result} <= {"pending", "firing"}
+
+
+def test_rule_files_are_the_shipped_ones(scraped: Scraped) -> None:
+    config = yaml.safe_load((scraped.prom.workdir / "prometheus.yml").read_text())
+    assert [Path(p) for p in config["rule_files"]] == [ALERT_RULES]

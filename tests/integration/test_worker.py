@@ -1,0 +1,248 @@
+"""A worker (in this process) against the real broker: what a user sees through
+the REST API and in the topics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from eos.kafka import ClientConfig, read_to_end
+from eos.storage.config_log import decode_record
+from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
+from services.connectors.verifiable import aborted_records
+from services.verify import verify
+from tests.integration.helpers import producer
+from tests.integration.worker_harness import running_worker, worker_props
+
+pytestmark = pytest.mark.integration
+
+
+def verifiable(name: str, topic: str, **settings: object) -> dict[str, str]:
+    props = {
+        "name": name,
+        "connector.class": "VerifiableSource",
+        "tasks.max": "2",
+        "topic": topic,
+        "partitions.per.task": "2",
+        "records.per.partition": "500",
+    }
+    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+    return props
+
+
+async def test_create_run_and_status_over_rest(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    async with running_worker(worker_props(bootstrap, group)) as w:
+        assert (await w.http.get("/")).json()["version"]
+        props = verifiable("vs", topic)
+        created = await w.http.post("/connectors", json={"name": "vs", "config": props})
+        assert created.status_code == 201, created.text
+        assert created.json()["name"] == "vs"
+        again = await w.http.post("/connectors", json={"name": "vs", "config": props})
+        assert again.status_code == 409
+        assert again.json() == {"error_code": 409, "message": "Connector vs already exists"}
+        assert (await w.http.get("/connectors")).json() == ["vs"]
+
+        status = await w.wait_for_tasks("vs", "RUNNING", 2)
+        assert status["connector"]["state"] == "RUNNING"
+        assert status["type"] == "source"
+        result = await verify(client_config, topic, 2000, 60, {})
+        assert (result.records, result.duplicates, result.gaps) == (2000, 0, 0)
+
+        assert (await w.http.get("/connectors/missing/status")).status_code == 404
+        assert (await w.http.delete("/connectors/vs")).status_code == 204
+        assert (await w.http.get("/connectors")).json() == []
+        assert (await w.http.delete("/connectors/vs")).status_code == 404
+
+
+async def test_invalid_config_is_rejected_naming_the_setting(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    async with running_worker(worker_props(bootstrap, unique_name("g"))) as w:
+        bad = verifiable("vs", "t", transaction_boundary="sometimes")
+        response = await w.http.post("/connectors", json={"name": "vs", "config": bad})
+        assert response.status_code == 400
+        assert "transaction.boundary" in response.json()["message"]
+        unknown = {"name": "x", "connector.class": "NoSuchSource"}
+        response = await w.http.post("/connectors", json={"name": "x", "config": unknown})
+        assert response.status_code == 400
+        assert "NoSuchSource" in response.json()["message"]
+
+
+async def test_conversion_failure_fails_task_and_hides_open_transaction(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("out")
+    bad = {
+        "name": "bad",
+        "connector.class": "tests.integration.connectors:BadRecordSource",
+        "topic": topic,
+    }
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [bad]) as w:
+        status = await w.wait_for_tasks("bad", "FAILED", 1)
+    trace = status["tasks"][0]["trace"]
+    assert "could not be converted" in trace
+    assert "{'p': 'only'}" in trace
+    assert "{'n': 6}" in trace
+    values = [json.loads(r.value) for r in await read_to_end(client_config, topic)]
+    assert values == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+
+async def test_connector_requested_aborts(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    props = verifiable(
+        "vs",
+        topic,
+        records_per_partition=300,
+        transaction_boundary="connector",
+        commit_every_records=20,
+        abort_every_transactions=3,
+    )
+    aborted: dict[str, set[int]] = {}
+    for task in range(2):
+        aborted.update(aborted_records(2, 20, 3, task, 300))
+    expected = 4 * 300 - sum(len(s) for s in aborted.values())
+    assert 0 < expected < 1200
+
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        result = await verify(client_config, topic, expected, 60, aborted)
+    assert (result.records, result.duplicates, result.gaps, result.unexpected) == (
+        expected,
+        0,
+        0,
+        0,
+    )
+    # A restart resumes after the aborted records: they never come back.
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        await anyio.sleep(2)
+    result = await verify(client_config, topic, expected, 10, aborted)
+    assert (result.records, result.duplicates, result.unexpected) == (expected, 0, 0)
+
+
+async def _reconfigure(bootstrap: str, group: str, props: dict[str, str]) -> None:
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        await anyio.sleep(2)
+        response = await w.http.put("/connectors/vs/config", json={**props, "tasks.max": "3"})
+        assert response.status_code == 200, response.text
+        await w.wait_for_tasks("vs", "RUNNING", 3)
+        await anyio.sleep(2)
+
+
+async def test_reconfiguration_fences_old_generation_first(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    configs = f"{group}-configs"
+    props = verifiable("vs", topic, records_per_partition=0, throughput=400)
+    with capture_logs() as logs:
+        await _reconfigure(bootstrap, group, props)
+
+    decoded = [decode_record(r.key, r.value) for r in await read_to_end(client_config, configs)]
+    history = [
+        (type(d).__name__, getattr(d, "tasks", None))
+        for d in decoded
+        if d is not None and getattr(d, "name", "") == "vs" and hasattr(d, "tasks")
+    ]
+    # Each generation's commit record is followed by its task count record; the
+    # count 3 came only after the fencing round over the old ids 0 and 1.
+    assert history == [
+        ("TaskCommitRecord", 2),
+        ("TaskCountRecord", 2),
+        ("TaskCommitRecord", 3),
+        ("TaskCountRecord", 3),
+    ]
+    rounds = [e for e in logs if e["event"] == "fencing round done" and e["connector"] == "vs"]
+    assert [(e["fenced"], e["tasks"]) for e in rounds] == [(0, 2), (2, 3)]
+    result = await verify(client_config, topic, 1, 30, {})
+    assert (result.duplicates, result.gaps) == (0, 0)
+    assert result.partitions == 6
+
+
+async def test_separate_offsets_topic_combined_view_and_mirror(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    transactional_id: Callable[[], str],
+) -> None:
+    group, topic, own = unique_name("g"), unique_name("out"), unique_name("own-offsets")
+    wprops = worker_props(bootstrap, group)
+    global_topic = wprops["offset.storage.topic"]
+    props = verifiable(
+        "vs", topic, tasks_max=1, records_per_partition=200, offsets_storage_topic=own
+    )
+    async with running_worker(wprops) as w:  # creates the worker's topics
+        pass
+
+    def offset(partition: str, seqno: int) -> tuple[bytes, bytes | None]:
+        part = {"partition": partition}
+        return encode_offset_key("vs", part), encode_offset_value({"seqno": seqno})
+
+    async with producer(client_config, transactional_id=transactional_id()) as p:
+        async with p.transaction():
+            for key, value in (offset("0-0", 100), offset("0-1", 30)):
+                await p.send(global_topic, value, key=key)
+        async with p.transaction():
+            key, value = offset("0-1", 50)
+            await p.send(own, value, key=key)
+
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 1)
+        with anyio.fail_after(60):
+            while True:
+                seen = [json.loads(r.value) for r in await read_to_end(client_config, topic)]
+                if len(seen) >= 100 + 150:
+                    break
+                await anyio.sleep(0.5)
+        # The mirror copies the final offsets into the global topic.
+        with anyio.fail_after(30):
+            while True:
+                mirrored = {
+                    e[1]["partition"]: e[2]
+                    for r in await read_to_end(client_config, global_topic)
+                    if (e := decode_offset_record(r.key, r.value)) is not None
+                }
+                if mirrored == {"0-0": {"seqno": 200}, "0-1": {"seqno": 200}}:
+                    break
+                await anyio.sleep(0.5)
+
+    by_partition: dict[str, list[int]] = {}
+    for value in seen:
+        by_partition.setdefault(value["partition"], []).append(value["seqno"])
+    assert by_partition["0-0"] == list(range(100, 200))  # only in the global topic
+    assert by_partition["0-1"] == list(range(50, 200))  # own topic wins over global's 30
+
+    # A restart resumes from the stored offsets: nothing new is written.
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 1)
+        await anyio.sleep(2)
+    assert len(await read_to_end(client_config, topic)) == 250
+
+
+async def test_at_least_once_mode_runs_and_resumes(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    wprops = worker_props(bootstrap, group, exactly_once_source_support="disabled")
+    props = verifiable("vs", topic, records_per_partition=0, throughput=500)
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        await anyio.sleep(2)
+    first = len(await read_to_end(client_config, topic))
+    assert first > 0
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        await anyio.sleep(2)
+    result = await verify(client_config, topic, first + 1, 30, {})
+    assert result.gaps == 0
+    assert result.records > first

@@ -1,0 +1,159 @@
+"""Running workers in tests: in-process (``running_worker``) and as real
+processes (``WorkerProcess``, for SIGKILL/SIGSTOP)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+
+from eos.config.worker import WorkerConfig
+from eos.runtime.worker import Worker
+from services.dev_kafka import free_ports
+from services.worker_service import run_worker
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
+    (port,) = free_ports(1)
+    props = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "offset.storage.partitions": "3",
+        "status.storage.partitions": "1",
+        "offset.flush.interval.ms": "1000",
+        "task.shutdown.graceful.timeout.ms": "5000",
+        "listeners": f"http://127.0.0.1:{port}",
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return props
+
+
+@dataclass
+class RunningWorker:
+    worker: Worker
+    http: httpx.AsyncClient
+    settings: WorkerConfig
+
+    async def status(self, name: str) -> dict[str, Any]:
+        response = await self.http.get(f"/connectors/{name}/status")
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def wait_for_tasks(
+        self, name: str, state: str, count: int, timeout: float = 60
+    ) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            while True:
+                response = await self.http.get(f"/connectors/{name}/status")
+                if response.status_code == 200:
+                    body: dict[str, Any] = response.json()
+                    states = [t["state"] for t in body["tasks"]]
+                    if len(states) == count and all(s == state for s in states):
+                        return body
+                await anyio.sleep(0.2)
+
+
+@asynccontextmanager
+async def running_worker(
+    props: Mapping[str, str], connectors: Sequence[Mapping[str, str]] = ()
+) -> AsyncIterator[RunningWorker]:
+    settings = WorkerConfig.from_properties(props)
+    async with anyio.create_task_group() as tg:
+        worker: Worker = await tg.start(run_worker, settings, connectors)
+        async with httpx.AsyncClient(base_url=settings.rest_url, timeout=60) as http:
+            try:
+                yield RunningWorker(worker, http, settings)
+            finally:
+                worker.stop()
+
+
+def write_properties(path: Path, props: Mapping[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+class WorkerProcess:
+    """``eos worker`` as a real process (so it can be SIGKILLed and SIGSTOPped)."""
+
+    def __init__(
+        self, directory: Path, props: Mapping[str, str], connectors: Sequence[Mapping[str, str]]
+    ) -> None:
+        self.directory = directory
+        self.props = dict(props)
+        self.rest_url = self.props["listeners"]
+        self.worker_file = write_properties(directory / "worker.properties", props)
+        self.connector_files = [
+            write_properties(directory / f"connector-{i}.properties", c)
+            for i, c in enumerate(connectors)
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = directory / "worker.log"
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        out = open(self.log, "ab")  # noqa: SIM115 - handed to the child process
+        out.write(f"\n===== start {self.starts} =====\n".encode())
+        out.flush()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        files = [str(self.worker_file), *map(str, self.connector_files)]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "worker", *files],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO, env=env,
+        )  # fmt: skip
+        out.close()
+
+    def wait_running(self, name: str, tasks: int, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            assert self.proc.poll() is None, f"worker exited\n{self.tail()}"
+            try:
+                body = httpx.get(f"{self.rest_url}/connectors/{name}/status", timeout=5).json()
+                states = [t["state"] for t in body.get("tasks", [])]
+                if len(states) == tasks and all(s == "RUNNING" for s in states):
+                    return
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"tasks of {name} not RUNNING within {timeout}s\n{self.tail()}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                self.proc.wait(timeout=60)
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                return self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                return self.proc.wait()
+        return self.proc.returncode
+
+    def tail(self, lines: int = 60) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

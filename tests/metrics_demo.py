@@ -1,0 +1,212 @@
+"""A scripted workload that reports through :class:`metrics.PrometheusObserver` like a
+small cluster would, and (run as a script) a PNG of a dashboard panel rendered from
+what a real Prometheus scraped of it.
+
+    .venv/bin/python -m tests.metrics_demo [--seconds 120] [--out docs/dashboard-panel.png]
+
+The script serves the workload's registry with :func:`metrics.serve_metrics`,
+starts Prometheus (tests/prometheus_server.py) scraping it every second, waits,
+then evaluates the overview dashboard's "Transactions / s" panel with
+``/api/v1/query_range`` and draws it with matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from eos.runtime.observer import TaskObserver
+from metrics import PrometheusObserver, serve_metrics
+from tests.prometheus_server import REPO, PrometheusServer, start_prometheus
+
+DASHBOARDS = REPO / "deploy" / "grafana" / "dashboards"
+#: What each Grafana variable becomes when a dashboard's queries are evaluated here.
+VARIABLES = {
+    "$__rate_interval": "30s",
+    "$__interval": "5s",
+    "$__range": "5m",
+    "$connector": "orders",
+    "$task": ".*",
+}
+TASKS = (("orders", 0), ("orders", 1), ("clicks", 0), ("payments", 0))
+
+
+@dataclass
+class ScriptedWorkload:
+    """Deterministic traffic: ``step()`` is one tick of every task and of the worker.
+
+    ``orders`` commits on every tick and sometimes aborts (connector, error);
+    ``clicks`` commits every other tick and its producer gets fenced once;
+    ``payments`` runs a while, then FAILS. The worker rebalances, leads, fences
+    (one round of ``clicks`` fails), and reports lag, backlog and pool use.
+    """
+
+    observer: PrometheusObserver
+    seed: int = 7
+    tick: int = 0
+    tasks: dict[tuple[str, int], TaskObserver] = field(default_factory=dict)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self.observer.rebalance_completed(1, True)
+        for connector in sorted({c for c, _ in TASKS}):
+            self.observer.fencing_round(connector, 0.05, True)
+            self.observer.task_count_record_written(connector)
+        for key in TASKS:
+            self.tasks[key] = self.observer.task(*key)
+            self.tasks[key].state_changed("RUNNING")
+            self.committed[key] = 0
+
+    def step(self) -> None:
+        self.tick += 1
+        t, rng = self.tick, self._rng
+        load = 1.0 + 0.6 * math.sin(t / 40)
+        for (connector, task_id), task in self.tasks.items():
+            if (connector, task_id) == ("payments", 0) and t >= 60:
+                if t == 60:
+                    task.transaction_aborted(3, "error")
+                    task.state_changed("FAILED")
+                continue
+            records = max(1, int(rng.gauss(40 * load, 10)))
+            task.poll_completed(records, rng.uniform(0.001, 0.02))
+            task.records_written(records, records * rng.randint(80, 120))
+            if connector == "clicks" and t % 2:
+                continue
+            if connector == "orders" and t % 9 == task_id:
+                task.transaction_aborted(records, "connector" if t % 3 else "error")
+                continue
+            task.transaction_committed(
+                records, rng.lognormvariate(math.log(0.008), 0.5), rng.uniform(0.05, 0.5)
+            )
+            self.committed[(connector, task_id)] += 1
+            if t % 50 == 25:
+                task.offset_commit_failed()
+        self._worker_step(t, rng)
+
+    def _worker_step(self, t: int, rng: random.Random) -> None:
+        if t == 30:
+            self.tasks[("clicks", 0)].producer_fenced()
+            self.tasks[("clicks", 0)].transaction_aborted(0, "shutdown")
+        if t % 50 == 0:
+            self.observer.rebalance_completed(1 + t // 50, True)
+        if t % 5 == 0:
+            self.observer.fencing_round("clicks", rng.uniform(0.02, 0.3), t != 40)
+            self.observer.fencing_round("orders", rng.uniform(0.02, 0.3), True)
+            self.observer.task_count_record_written("orders")
+        self.observer.config_read_lag(rng.randint(0, 3))
+        self.observer.offset_mirror_backlog(10 + t // 4)
+        self.observer.thread_pool(rng.randint(0, 4), rng.randint(0, 2))
+
+    async def run(self, interval: float = 0.1) -> None:
+        """Step every ``interval`` seconds until cancelled."""
+        while True:
+            self.step()
+            await anyio.sleep(interval)
+
+
+def dashboard_queries(path: Path) -> list[tuple[str, str, str]]:
+    """``(panel title, legend, expr)`` of every query of every panel of a dashboard file."""
+    found = []
+    for panel in json.loads(path.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            found.append((panel["title"], target.get("legendFormat", ""), target["expr"]))
+    return found
+
+
+def substitute(expr: str, variables: dict[str, str] = VARIABLES) -> str:
+    """A dashboard query as Grafana would send it (longest variable names first)."""
+    for name in sorted(variables, key=len, reverse=True):
+        expr = expr.replace(name, variables[name])
+    return expr
+
+
+def _legend(template: str, labels: dict[str, str]) -> str:
+    for key, value in labels.items():
+        template = template.replace("{{" + key + "}}", value)
+    return template
+
+
+async def panel_series(
+    prom: PrometheusServer, title: str, start: float, end: float, step: float = 2.0
+) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Each series of an overview panel as (legend, [(t, value)])."""
+    series = []
+    for panel_title, legend, expr in dashboard_queries(DASHBOARDS / "eos-overview.json"):
+        if panel_title != title:
+            continue
+        for result in await prom.query_range(substitute(expr), start, end, step):
+            points = [(float(t), float(v)) for t, v in result["values"]]
+            series.append((_legend(legend, result["metric"]), points))
+    return series
+
+
+def render(series: list[tuple[str, list[tuple[float, float]]]], title: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.6), dpi=110)
+    fig.patch.set_facecolor("#181b1f")
+    ax.set_facecolor("#181b1f")
+    t0 = min(t for _, points in series for t, _ in points)
+    for legend, points in series:
+        xs = [t - t0 for t, _ in points]
+        ax.plot(xs, [v for _, v in points], linewidth=1.4, label=legend)
+        ax.fill_between(xs, [v for _, v in points], alpha=0.08)
+    ax.set_title(f"eos / cluster overview — {title}", color="#d8d9da", loc="left", fontsize=11)
+    ax.set_xlabel("seconds", color="#9fa7b3")
+    ax.tick_params(colors="#9fa7b3")
+    ax.grid(color="#2c3235", linewidth=0.6)
+    for spine in ax.spines.values():
+        spine.set_color("#2c3235")
+    ax.legend(facecolor="#181b1f", edgecolor="#2c3235", labelcolor="#d8d9da", fontsize=8)
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, facecolor=fig.get_facecolor())
+    plt.close(fig)
+
+
+async def _main(seconds: float, out: Path, title: str) -> None:
+    observer = PrometheusObserver()
+    workload = ScriptedWorkload(observer)
+    with tempfile.TemporaryDirectory() as workdir:
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(serve_metrics, observer.registry, "127.0.0.1", 0)
+            prom = await anyio.to_thread.run_sync(
+                lambda: start_prometheus([f"127.0.0.1:{port}"], Path(workdir))
+            )
+            try:
+                tg.start_soon(workload.run)
+                await prom.targets_up()
+                start = time.time()
+                await anyio.sleep(seconds)
+                series = await panel_series(prom, title, start + 30, time.time())
+            finally:
+                prom.stop()
+            tg.cancel_scope.cancel()
+    render(series, title, out)
+    print(f"wrote {out} ({len(series)} series, {seconds:.0f}s of data)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "dashboard-panel.png")
+    parser.add_argument("--panel", default="Transactions / s")
+    args = parser.parse_args()
+    anyio.run(_main, args.seconds, args.out, args.panel)
+
+
+if __name__ == "__main__":
+    main()
