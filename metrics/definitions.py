@@ -27,6 +27,12 @@ LATENCY_BUCKETS = (
 OPEN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 
 
+def unit(name: str) -> str:
+    """The base unit a metric name ends with (OpenMetrics ``# UNIT``), or ``""``."""
+    stem = name.removesuffix("_total")
+    return next((u for u in ("seconds", "bytes") if stem.endswith(f"_{u}")), "")
+
+
 @dataclass(frozen=True)
 class TaskMetrics:
     """Per-task metrics (labels ``connector``, ``task``)."""
@@ -54,13 +60,17 @@ class TaskMetrics:
     @classmethod
     def create(cls, registry: CollectorRegistry) -> TaskMetrics:
         def gauge(name: str, doc: str, *extra: str) -> Gauge:
-            return Gauge(name, doc, (*TASK_LABELS, *extra), registry=registry)
+            labels = (*TASK_LABELS, *extra)
+            return Gauge(name, doc, labels, registry=registry, unit=unit(name))
 
         def counter(name: str, doc: str, *extra: str) -> Counter:
-            return Counter(name, doc, (*TASK_LABELS, *extra), registry=registry)
+            labels = (*TASK_LABELS, *extra)
+            return Counter(name, doc, labels, registry=registry, unit=unit(name))
 
         def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(name, doc, TASK_LABELS, registry=registry, buckets=buckets)
+            return Histogram(
+                name, doc, TASK_LABELS, registry=registry, buckets=buckets, unit=unit(name)
+            )
 
         return cls(
             transaction_size_min=gauge(
@@ -100,7 +110,7 @@ class TaskMetrics:
             ),
             transaction_open_duration=histogram(
                 "eos_task_transaction_open_duration_seconds",
-                "Time from a transaction's first record to its commit.",
+                "How long a transaction was open before it committed.",
                 OPEN_BUCKETS,
             ),
             records_polled=counter(
@@ -194,6 +204,7 @@ class WorkerMetrics:
                 ("connector",),
                 registry=registry,
                 buckets=LATENCY_BUCKETS,
+                unit="seconds",
             ),
             producers_fenced=by_connector(
                 "eos_worker_producers_fenced_total",

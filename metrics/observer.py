@@ -7,8 +7,11 @@ Invariants:
   :meth:`~PrometheusTaskObserver.close`; the KIP-618 size gauges and the last-commit
   timestamp appear with the first committed transaction.
 - When a task is started again on this worker before the old observer is closed,
-  the new observer owns the series; closing the old one then removes nothing, and
-  every call on a closed observer is ignored (so it cannot bring series back).
+  the new observer owns the series: the old one still counts but sets no gauges,
+  and closing it removes nothing. Calls on a closed observer are ignored (so they
+  cannot bring series back).
+- Lock order: the worker observer's lock, then a task observer's; series are
+  created and removed only under the worker observer's lock.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class PrometheusTaskObserver:
         task_id: int,
         *,
         clock: Clock,
-        release: Callable[[PrometheusTaskObserver], bool],
+        release: Callable[[PrometheusTaskObserver], None],
         fenced_on_worker: Counter,
     ) -> None:
         self._m = metrics
@@ -70,6 +73,7 @@ class PrometheusTaskObserver:
         self._release = release
         self._lock = threading.Lock()
         self._closed = False
+        self._superseded = False
         self._started = clock()
         self._last_commit: float | None = None
         self._committed = 0
@@ -83,6 +87,13 @@ class PrometheusTaskObserver:
     def labels(self) -> tuple[str, str]:
         """``(connector, task)`` as they appear in the series."""
         return self._labels
+
+    def supersede(self) -> None:
+        """A newer observer of the same task took over the series: from now on this
+        one only counts (a zombie's late fencing still shows), it sets no gauges and
+        removes nothing when closed."""
+        with self._lock:
+            self._superseded = True
 
     def _create_series(self) -> None:
         m, labels = self._m, self._labels
@@ -117,7 +128,7 @@ class PrometheusTaskObserver:
     @_never_raises
     def state_changed(self, state: str) -> None:
         with self._lock:
-            if self._closed:
+            if self._closed or self._superseded:
                 return
             if state not in self._states:
                 self._states.append(state)
@@ -159,10 +170,13 @@ class PrometheusTaskObserver:
             self._min = records if first else min(self._min, records)
             self._max = records if first else max(self._max, records)
             self._last_commit = self._clock()
-            m.transaction_size_min.labels(*labels).set(self._min)
-            m.transaction_size_max.labels(*labels).set(self._max)
-            m.transaction_size_avg.labels(*labels).set(self._committed_records / self._committed)
-            m.last_commit_timestamp.labels(*labels).set(self._last_commit)
+            if not self._superseded:
+                m.transaction_size_min.labels(*labels).set(self._min)
+                m.transaction_size_max.labels(*labels).set(self._max)
+                m.transaction_size_avg.labels(*labels).set(
+                    self._committed_records / self._committed
+                )
+                m.last_commit_timestamp.labels(*labels).set(self._last_commit)
         m.transactions_committed.labels(*labels).inc()
         m.transaction_records.labels(*labels).observe(records)
         m.commit_duration.labels(*labels).observe(commit_seconds)
@@ -194,10 +208,10 @@ class PrometheusTaskObserver:
             if self._closed:
                 return
             self._closed = True
-            if self._release(self):
-                self._remove_series()
+        self._release(self)
 
-    def _remove_series(self) -> None:
+    def remove_series(self) -> None:
+        """Called by the worker observer, under its lock, when this one owns them."""
         m, labels = self._m, self._labels
         for metric in (
             m.transaction_size_min,
@@ -264,19 +278,21 @@ class PrometheusObserver:
                     release=self._release,
                     fenced_on_worker=self._m.producers_fenced.labels(connector),
                 )
+                previous = self._owners.get(observer.labels)
+                if previous is not None:
+                    previous.supersede()
                 self._owners[observer.labels] = observer
             return observer
         except Exception:
             _log.exception("metrics: task observer for %s/%s failed", connector, task_id)
             return NullTaskObserver()
 
-    def _release(self, observer: PrometheusTaskObserver) -> bool:
-        """Forget ``observer``; True if it owned its series (so they may be removed)."""
+    def _release(self, observer: PrometheusTaskObserver) -> None:
+        """Forget a closed ``observer`` and remove its series if it still owns them."""
         with self._lock:
-            if self._owners.get(observer.labels) is not observer:
-                return False
-            del self._owners[observer.labels]
-            return True
+            if self._owners.get(observer.labels) is observer:
+                del self._owners[observer.labels]
+                observer.remove_series()
 
     @_never_raises
     def rebalance_completed(self, generation: int, leader: bool) -> None:

@@ -37,7 +37,9 @@ def _dev_kafka(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from services.demo import run_demo
+    import anyio
+
+    from services.main_job import main_job
 
     kafka = dev_kafka.DevKafka(args.data_dir)
     state = kafka.running()
@@ -46,9 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"started Kafka {state.version} at {state.bootstrap} (data: {state.data_dir})")
     else:
         print(f"using the Kafka that already runs at {state.bootstrap}")
-    ok = run_demo(state.bootstrap)
-    print(f"Kafka keeps running at {state.bootstrap}; stop it with: make stop")
-    return 0 if ok else 1
+    return 0 if anyio.run(main_job, state.bootstrap, args.rest_port) else 1
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -87,7 +87,8 @@ def parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=_verify)
 
     run = sub.add_parser("run", help="the main job on embedded defaults")
-    run.add_argument("--port", type=int, default=9092)
+    run.add_argument("--port", type=int, default=9092, help="Kafka's first port")
+    run.add_argument("--rest-port", type=int, default=8083, help="the worker's REST port")
     run.add_argument("--data-dir", type=Path, default=None)
     run.set_defaults(func=_run)
     return top

@@ -43,7 +43,8 @@ TASKS = (("orders", 0), ("orders", 1), ("clicks", 0), ("payments", 0))
 class ScriptedWorkload:
     """Deterministic traffic: ``step()`` is one tick of every task and of the worker.
 
-    ``orders`` commits on every tick and sometimes aborts (connector, error);
+    ``orders`` commits on most ticks (more or fewer in waves) and sometimes aborts
+    (connector, error; many errors during an "incident" from tick 700 to 1000);
     ``clicks`` commits every other tick and its producer gets fenced once;
     ``payments`` runs a while, then FAILS. The worker rebalances, leads, fences
     (one round of ``clicks`` fails), and reports lag, backlog and pool use.
@@ -70,6 +71,8 @@ class ScriptedWorkload:
         self.tick += 1
         t, rng = self.tick, self._rng
         load = 1.0 + 0.6 * math.sin(t / 40)
+        busy = 0.6 + 0.35 * math.sin(2 * math.pi * t / 900)  # commit probability, orders
+        incident = 700 <= t < 1000  # error aborts spike (70 s to 100 s at 10 ticks/s)
         for (connector, task_id), task in self.tasks.items():
             if (connector, task_id) == ("payments", 0) and t >= 60:
                 if t == 60:
@@ -81,9 +84,15 @@ class ScriptedWorkload:
             task.records_written(records, records * rng.randint(80, 120))
             if connector == "clicks" and t % 2:
                 continue
-            if connector == "orders" and t % 9 == task_id:
-                task.transaction_aborted(records, "connector" if t % 3 else "error")
-                continue
+            if connector == "orders":
+                if t % 9 == task_id:
+                    task.transaction_aborted(records, "connector")
+                    continue
+                if t % 13 == task_id or (incident and rng.random() < 0.3):
+                    task.transaction_aborted(records, "error")
+                    continue
+                if t > 20 and rng.random() > busy:
+                    continue
             task.transaction_committed(
                 records, rng.lognormvariate(math.log(0.008), 0.5), rng.uniform(0.05, 0.5)
             )
@@ -169,7 +178,14 @@ def render(series: list[tuple[str, list[tuple[float, float]]]], title: str, out:
     ax.grid(color="#2c3235", linewidth=0.6)
     for spine in ax.spines.values():
         spine.set_color("#2c3235")
-    ax.legend(facecolor="#181b1f", edgecolor="#2c3235", labelcolor="#d8d9da", fontsize=8)
+    ax.legend(
+        facecolor="#181b1f",
+        edgecolor="#2c3235",
+        labelcolor="#d8d9da",
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
     ax.set_ylim(bottom=0)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -122,6 +122,7 @@ def scrape_config(
     config["rule_files"] = [str(p) for p in rule_files]
     (scrape,) = [s for s in config["scrape_configs"] if s["job_name"] == "eos"]
     scrape["job_name"] = job
+    scrape["scrape_interval"] = scrape_interval
     scrape["scrape_timeout"] = scrape_interval
     scrape["static_configs"] = [{"targets": list(targets)}]
     return config

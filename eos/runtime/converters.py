@@ -37,11 +37,15 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=_json_default)
+
+
 class JsonConverter:
     def convert(self, topic: str, value: Any) -> bytes | None:
         if value is None:
             return None
-        return json.dumps(value, separators=(",", ":"), default=_json_default).encode()
+        # One shared encoder: json.dumps with options builds a new one per call.
+        return _COMPACT.encode(value).encode()
 
 
 class StringConverter:

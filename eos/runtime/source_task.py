@@ -261,7 +261,12 @@ class SourceTaskRunner(ABC):
     # -------------------------------------------------------------- helpers
 
     async def _start_producer(self, **fixed: Any) -> None:
-        producer = _make_producer(self.deps.client_config, fixed)
+        config = self.deps.client_config
+        # Defaults for task producers (overridable with producer.override.*): a commit
+        # flushes anyway, so a short linger only fills batches, it adds no latency.
+        defaults = {"linger.ms": "5", "batch.size": "65536"}
+        config = config.with_overrides(producer={**defaults, **config.producer})
+        producer = _make_producer(config, fixed)
         self._producer = producer
         try:
             await producer.start()

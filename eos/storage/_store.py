@@ -34,9 +34,12 @@ Record = tuple[bytes, bytes | None]
 """A record to write: key and value (None for a tombstone)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def encode_json(document: Any) -> bytes:
     """Canonical JSON: sorted keys, no spaces, UTF-8."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return _CANONICAL.encode(document).encode()
 
 
 def decode_key(key: bytes | None, *, store: str) -> str | None:

@@ -190,21 +190,44 @@ class OffsetBatch:
 
     def __init__(self, connector: str) -> None:
         self.connector = connector
-        self._latest: dict[bytes, tuple[SourcePartition, SourceOffset | None]] = {}
+        self._latest: dict[Any, tuple[SourcePartition, SourceOffset | None]] = {}
+
+    @staticmethod
+    def _identity(partition: SourcePartition) -> Any:
+        """A cheap hashable stand-in for the partition (this runs once per record);
+        the canonical JSON key is built only in :meth:`records`."""
+        try:
+            identity = tuple(partition.items())
+            hash(identity)
+            return identity
+        except TypeError:  # nested values: fall back to the canonical text
+            return canonical_partition(partition)
 
     def add(self, partition: SourcePartition, offset: SourceOffset | None) -> None:
         if offset is not None:
-            self._latest[encode_offset_key(self.connector, partition)] = (partition, offset)
+            self._put(partition, offset)
 
     def reset(self, partition: SourcePartition) -> None:
-        self._latest[encode_offset_key(self.connector, partition)] = (partition, None)
+        self._put(partition, None)
+
+    def _put(self, partition: SourcePartition, offset: SourceOffset | None) -> None:
+        identity = self._identity(partition)
+        self._latest.pop(identity, None)  # re-insert: the latest update comes last
+        self._latest[identity] = (partition, offset)
+
+    def _by_key(self) -> dict[bytes, tuple[SourcePartition, SourceOffset | None]]:
+        # Equal partitions whose keys came in another order meet here: the latest wins.
+        merged: dict[bytes, tuple[SourcePartition, SourceOffset | None]] = {}
+        for partition, offset in self._latest.values():
+            merged[encode_offset_key(self.connector, partition)] = (partition, offset)
+        return merged
 
     def offsets(self) -> list[tuple[SourcePartition, SourceOffset | None]]:
-        """(partition, latest offset) pairs, in the order partitions first appeared."""
-        return list(self._latest.values())
+        """(partition, latest offset) pairs, least recently updated first."""
+        return list(self._by_key().values())
 
     def records(self) -> list[Record]:
-        return [(key, encode_offset_value(off)) for key, (_, off) in self._latest.items()]
+        return [(key, encode_offset_value(off)) for key, (_, off) in self._by_key().items()]
 
     def clear(self) -> None:
         self._latest.clear()

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from metrics import PrometheusObserver, metrics_response
+from tests.metrics_demo import ScriptedWorkload
 from tests.prometheus_server import ALERT_RULES, DEPLOY, SCRAPE_CONFIG, promtool, scrape_config
 
 pytestmark = pytest.mark.integration
@@ -38,3 +40,14 @@ def test_check_rules() -> None:
 def test_alert_rule_unit_tests() -> None:
     out = check("test", "rules", DEPLOY / "alerts_test.yml")
     assert "SUCCESS" in out
+
+
+def test_check_metrics_finds_no_naming_problems() -> None:
+    """promtool's linter (names, units, _total, help) over a full exposition."""
+    workload = ScriptedWorkload(PrometheusObserver())
+    for _ in range(70):
+        workload.step()
+    body, _ = metrics_response(workload.observer.registry, None)
+    done = promtool("check", "metrics", stdin=body.decode())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout + done.stderr == ""

@@ -116,3 +116,10 @@ async def test_failed_task_alert_is_pending_or_firing(scraped: Scraped) -> None:
 def test_rule_files_are_the_shipped_ones(scraped: Scraped) -> None:
     config = yaml.safe_load((scraped.prom.workdir / "prometheus.yml").read_text())
     assert [Path(p) for p in config["rule_files"]] == [ALERT_RULES]
+
+
+async def test_prometheus_scrapes_openmetrics(scraped: Scraped) -> None:
+    """Units reach Prometheus only through OpenMetrics' ``# UNIT`` lines."""
+    await scraped.prom.targets_up()
+    metadata = await scraped.prom.api("metadata", metric="eos_task_commit_duration_seconds")
+    assert metadata["eos_task_commit_duration_seconds"][0]["unit"] == "seconds"

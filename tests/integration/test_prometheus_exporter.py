@@ -3,14 +3,18 @@ request that must not stop the listener."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import anyio
 import httpx
 import pytest
-from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import parser as openmetrics_parser
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from metrics import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, PrometheusObserver, serve_metrics
 
+parse_om: Callable[[str], Iterator[Metric]] = openmetrics_parser.text_string_to_metric_families
 pytestmark = pytest.mark.integration
 
 PROMETHEUS_ACCEPT = (
@@ -33,7 +37,7 @@ async def test_serves_both_formats_and_survives_garbage() -> None:
             post = await client.post("/metrics")
         async with await anyio.connect_tcp("127.0.0.1", port) as stream:
             await stream.send(b"garbage\r\n\r\n")
-            await stream.receive()
+            garbage = await stream.receive()
         async with httpx.AsyncClient(base_url=url) as client:
             again = await client.get("/metrics")
         tg.cancel_scope.cancel()
@@ -48,4 +52,5 @@ async def test_serves_both_formats_and_survives_garbage() -> None:
     assert head.content == b""
     assert missing.status_code == 404
     assert post.status_code == 405
+    assert garbage.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert again.status_code == 200

@@ -1,0 +1,142 @@
+"""The Grafana dashboards and Prometheus files under deploy/: up to date with their
+generator, well-formed, and referring only to metrics that exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.test_metrics_definitions import families
+
+REPO = Path(__file__).resolve().parents[2]
+GRAFANA = REPO / "deploy" / "grafana"
+PROMETHEUS = REPO / "deploy" / "prometheus"
+DASHBOARDS = sorted((GRAFANA / "dashboards").glob("*.json"))
+SUFFIXES = ("_bucket", "_sum", "_count")
+OTHER_METRICS = {"process_cpu_seconds_total", "process_resident_memory_bytes"}
+
+
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "build_dashboards", GRAFANA / "build_dashboards.py"
+    )
+    assert spec
+    assert spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def exprs(dashboard: dict[str, Any]) -> list[str]:
+    return [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+
+
+def metric_names(expr: str) -> set[str]:
+    return set(re.findall(r"\b((?:eos|process)_[a-z_]+)\b", expr))
+
+
+def known_metric(name: str) -> bool:
+    defined = families()
+    histograms = {n for n, (kind, _, _) in defined.items() if kind == "histogram"}
+    if name in defined or name in OTHER_METRICS:
+        return True
+    return any(name == h + s for h in histograms for s in SUFFIXES)
+
+
+def test_checked_in_json_is_what_the_generator_writes() -> None:
+    rendered = generator().render()
+    assert sorted(rendered) == [p.name for p in DASHBOARDS]
+    for path in DASHBOARDS:
+        assert path.read_text() == rendered[path.name], f"{path.name} is stale"
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
+def test_dashboard_structure(path: Path) -> None:
+    dashboard = load(path)
+    assert dashboard["uid"].startswith("eos-")
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    assert "datasource" in variables
+    for panel in panels:
+        pos = panel["gridPos"]
+        assert pos["x"] >= 0, panel["title"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert panel["targets"], panel["title"]
+        assert panel["description"], panel["title"]
+        refs = [t["refId"] for t in panel["targets"]]
+        assert len(set(refs)) == len(refs), panel["title"]
+        for target in panel["targets"]:
+            used = set(re.findall(r"\$\{?(\w+)", target["expr"]))
+            assert used <= variables | {"__rate_interval"}, (panel["title"], used)
+
+
+def test_overview_covers_the_issue() -> None:
+    text = "\n".join(exprs(load(GRAFANA / "dashboards" / "eos-overview.json")))
+    for needle in (
+        "eos_task_records_written_total",
+        "eos_task_transactions_committed_total",
+        "eos_task_transactions_aborted_total",
+        "histogram_quantile(0.5, sum by (le) (rate(eos_task_commit_duration_seconds_bucket",
+        "histogram_quantile(0.99, sum by (le) (rate(eos_task_commit_duration_seconds_bucket",
+        'eos_task_state{state="FAILED"}',
+        "eos_worker_rebalances_total",
+        "eos_worker_fencing_rounds_total",
+    ):
+        assert needle in text, needle
+
+
+def test_drilldown_has_connector_and_task_variables() -> None:
+    dashboard = load(GRAFANA / "dashboards" / "eos-connector.json")
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["connector"]["definition"] == "label_values(eos_task_state, connector)"
+    assert "$connector" in variables["task"]["definition"]
+    for expr in exprs(dashboard):
+        if expr.count("eos_task_"):
+            assert '$connector"' in expr, expr
+            assert '$task"' in expr, expr
+    sizes = "\n".join(exprs(dashboard))
+    for kind in ("min", "max", "avg"):
+        assert f"eos_task_transaction_size_{kind}" in sizes
+
+
+def test_queries_and_rules_refer_to_existing_metrics() -> None:
+    queries = [e for path in DASHBOARDS for e in exprs(load(path))]
+    rules = yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())["groups"]
+    queries += [r["expr"] for group in rules for r in group["rules"]]
+    for expr in queries:
+        for name in metric_names(expr):
+            assert known_metric(name), (name, expr)
+
+
+def test_provisioning_files() -> None:
+    datasources = yaml.safe_load((GRAFANA / "provisioning/datasources/prometheus.yml").read_text())
+    (source,) = datasources["datasources"]
+    assert source["type"] == "prometheus"
+    providers = yaml.safe_load((GRAFANA / "provisioning/dashboards/eos.yml").read_text())
+    (provider,) = providers["providers"]
+    assert provider["type"] == "file"
+    assert provider["options"]["path"].startswith("/")
+
+
+def test_scrape_config_targets_the_default_listener() -> None:
+    config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+    (job,) = config["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    assert job["static_configs"] == [{"targets": ["127.0.0.1:8083"]}]
+    assert config["rule_files"] == ["alerts.yml"]

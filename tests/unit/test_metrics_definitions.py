@@ -1,0 +1,100 @@
+"""Naming rules, the metrics table in docs/monitoring.md, the package's exports, and
+the import boundary of metrics/ (only eos.runtime.observer and eos.api from eos)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import metrics
+from metrics import PrometheusObserver
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "monitoring.md"
+ALLOWED_LABELS = {"connector", "task", "state", "reason"}
+NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
+    "eos_task_transaction_size_min",
+    "eos_task_transaction_size_max",
+    "eos_task_transaction_size_avg",
+    "eos_task_transaction_records",
+    "eos_task_state",
+    "eos_worker_generation",
+    "eos_worker_leader",
+}
+
+
+def families() -> dict[str, tuple[str, set[str], str]]:
+    """name (as written in queries) → (type, labels, unit) of every eos metric."""
+    observer = PrometheusObserver(process_metrics=False)
+    task = observer.task("c", 0)
+    task.transaction_committed(1, 0.0, 0.0)
+    observer.fencing_round("c", 0.1, True)
+    observer.task_count_record_written("c")
+    found = {}
+    for family in observer.registry.collect():
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = {k for s in family.samples for k in s.labels if k != "le"}
+        found[name] = (family.type, labels, family.unit)
+    return found
+
+
+def test_naming_conventions() -> None:
+    for name, (kind, labels, unit) in families().items():
+        assert re.fullmatch(r"eos_(task|worker)_[a-z_]+[a-z]", name), name
+        assert name.startswith("eos_task_") == ({"connector", "task"} <= labels), name
+        assert labels <= ALLOWED_LABELS, (name, labels)
+        assert name.endswith("_total") == (kind == "counter"), name
+        if kind == "histogram" or name.endswith(("_seconds", "_bytes_total")):
+            assert unit or name in NO_UNIT_OK, name
+        assert "_ms" not in name, name
+        assert "milli" not in name, name
+
+
+def test_docs_table_lists_every_metric() -> None:
+    rows = re.findall(r"^\| `(eos_\w+)` \| (\w+) \|([\w, ]*)\|", DOC.read_text(), re.M)
+    documented = {
+        name: (kind, {x.strip() for x in labels.split(",") if x.strip()})
+        for name, kind, labels in rows
+    }
+    actual = {name: (kind, labels) for name, (kind, labels, _) in families().items()}
+    assert documented == actual
+
+
+def test_exports() -> None:
+    public = {name for name in dir(metrics) if not name.startswith("_")}
+    modules = {"definitions", "exporter", "observer"}
+    assert public - modules == {
+        "OPENMETRICS_CONTENT_TYPE",
+        "TEXT_CONTENT_TYPE",
+        "PrometheusObserver",
+        "PrometheusTaskObserver",
+        "TaskMetrics",
+        "WorkerMetrics",
+        "metrics_response",
+        "serve_metrics",
+        "wants_openmetrics",
+    }
+
+
+def test_metrics_imports_only_the_port_from_eos() -> None:
+    for path in (REPO / "metrics").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                if top == "eos":
+                    assert name == "eos.runtime.observer" or name.startswith("eos.api"), (
+                        path.name,
+                        name,
+                    )
+                assert top not in {"services", "aiokafka", "pyspark", "starlette"}, (
+                    path.name,
+                    name,
+                )
