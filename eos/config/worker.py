@@ -255,6 +255,14 @@ WORKER_CONFIG: Final = (
         "group protocol",
     )
     .define(
+        "thread.pool.size",
+        Type.INT,
+        8,
+        Range(at_least=1),
+        Importance.LOW,
+        "Threads for the blocking calls of tasks (e.g. Spark reads); calls beyond it wait.",
+    )
+    .define(
         "listeners",
         Type.LIST,
         "http://127.0.0.1:8083",
@@ -332,6 +340,7 @@ class WorkerConfig:
     rebalance_timeout_ms: int
     rebalance_protocol: RebalanceProtocol
     worker_sync_timeout_ms: int
+    thread_pool_size: int
     listeners: list[str]
     advertised_host: str | None
     advertised_port: int | None
@@ -366,6 +375,7 @@ class WorkerConfig:
             rebalance_timeout_ms=v["rebalance.timeout.ms"],
             rebalance_protocol=cast(RebalanceProtocol, v["connect.protocol"].lower()),
             worker_sync_timeout_ms=v["worker.sync.timeout.ms"],
+            thread_pool_size=v["thread.pool.size"],
             listeners=v["listeners"],
             advertised_host=v["rest.advertised.host.name"] or None,
             advertised_port=v["rest.advertised.port"],

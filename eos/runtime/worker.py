@@ -43,8 +43,6 @@ from eos.storage.status_log import StatusLog, StatusState
 
 log = structlog.get_logger(__name__)
 
-THREAD_POOL_SETTING = "thread.pool.size"
-
 
 @dataclass
 class _ConnectorUnit:
@@ -85,7 +83,7 @@ class Worker:
         )
         self.mirror = OffsetMirror(client, settings.offsets_topic, observer=self.observer)
         self.coordinator = Coordinator(settings, self.config_log, self, self.observer)
-        threads = int(settings.raw.get(THREAD_POOL_SETTING, "8"))
+        threads = settings.thread_pool_size
         plugin_settings = {k: v for k, v in settings.raw.items() if k.startswith("spark.")}
         self.resources = SharedResources(plugin_settings, threads, self.observer)
         self._connectors: dict[str, _ConnectorUnit] = {}
