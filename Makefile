@@ -12,7 +12,7 @@ export EOS_CACHE_DIR := $(CACHE)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: install help run stop test lint typecheck unit integration system bench kafka clean clean-cache
+.PHONY: install help run stop test lint typecheck unit bench kafka dashboards clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, sys
 
 bench: $(STAMP) ## the benchmark tables under bench/
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+dashboards: $(STAMP) ## regenerate deploy/grafana/dashboards/*.json from their generator
+	$(BIN)/python deploy/grafana/build_dashboards.py
 
 clean: ## remove .venv and tool caches (keeps downloads in .cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -31,7 +31,7 @@ import anyio
 from eos.config.worker import WorkerConfig
 from eos.kafka import ClientConfig, make_producer
 from eos.kafka.admin import ensure_topic
-from eos.runtime.observer import AbortReason, NullObserver, TaskObserver
+from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
 from services.dev_kafka import DevKafka, free_ports
 from services.log_setup import configure
 from services.worker_service import run_worker
@@ -49,12 +49,9 @@ class Progress:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
-class CountingTask:
+class CountingTask(NullTaskObserver):
     def __init__(self, progress: Progress) -> None:
         self.p = progress
-
-    def state_changed(self, state: str) -> None:
-        pass
 
     def poll_completed(self, records: int, seconds: float) -> None:
         if records and self.p.first_poll is None:
@@ -70,18 +67,6 @@ class CountingTask:
         self.p.last_commit = time.perf_counter()
         if self.p.committed >= self.p.target:
             self.p.done.set()
-
-    def transaction_aborted(self, records: int, reason: AbortReason) -> None:
-        pass
-
-    def offset_commit_failed(self) -> None:
-        pass
-
-    def producer_fenced(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class CountingObserver(NullObserver):

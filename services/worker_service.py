@@ -12,17 +12,25 @@ from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import urlparse
 
 import anyio
+import anyio.to_thread
 import structlog
 import uvicorn
 from anyio.abc import TaskStatus
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from eos.config.files import load_config_file
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.worker import Worker
+from metrics import PrometheusObserver, metrics_response, serve_metrics
 from services.rest import build_app
+
+METRICS_LISTENERS = "metrics.listeners"
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +53,18 @@ def rest_server(app: Starlette, listener: str) -> _RestServer:
     return _RestServer(config)
 
 
+def metrics_route(registry: CollectorRegistry) -> Route:
+    """``GET /metrics``: Prometheus text, or OpenMetrics when the scraper prefers it."""
+
+    async def endpoint(request: Request) -> Response:
+        body, content_type = await anyio.to_thread.run_sync(
+            metrics_response, registry, request.headers.get("accept")
+        )
+        return Response(body, media_type=content_type)
+
+    return Route("/metrics", endpoint, methods=["GET"])
+
+
 async def run_worker(
     settings: WorkerConfig,
     connector_configs: Sequence[Mapping[str, str]] = (),
@@ -52,9 +72,14 @@ async def run_worker(
     observer: WorkerObserver | None = None,
     task_status: TaskStatus[Worker] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a worker until SIGTERM/SIGINT (or ``worker.stop()``)."""
-    worker = Worker(settings, observer=observer)
-    server = rest_server(build_app(worker), settings.listeners[0])
+    """Run a worker until SIGTERM/SIGINT (or ``worker.stop()``).
+
+    Without an ``observer`` the worker reports to Prometheus: ``GET /metrics`` on the
+    REST listener, and on ``metrics.listeners`` (``http://host:port``) if set."""
+    prometheus = PrometheusObserver() if observer is None else None
+    worker = Worker(settings, observer=observer or prometheus)
+    routes = [metrics_route(prometheus.registry)] if prometheus else []
+    server = rest_server(build_app(worker, routes), settings.listeners[0])
     server_done = anyio.Event()
 
     async def serve_rest() -> None:
@@ -65,6 +90,11 @@ async def run_worker(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, worker)
+        if prometheus and METRICS_LISTENERS in settings.raw:
+            url = urlparse(settings.raw[METRICS_LISTENERS])
+            if url.scheme != "http" or not url.hostname or not url.port:
+                raise ConfigError(METRICS_LISTENERS, url.geturl(), "expected http://host:port")
+            await tg.start(serve_metrics, prometheus.registry, url.hostname, url.port)
         await tg.start(worker.run)
         tg.start_soon(serve_rest)
         for props in connector_configs:

@@ -26,6 +26,9 @@ class TaskObserver(Protocol):
     def records_written(self, records: int, nbytes: int) -> None:
         """Records (and their key+value bytes) handed to the producer."""
 
+    def records_dropped(self, records: int) -> None:
+        """Records a transform dropped (their offsets still commit)."""
+
     def transaction_committed(
         self, records: int, commit_seconds: float, open_seconds: float
     ) -> None:
@@ -68,6 +71,9 @@ class NullTaskObserver:
         pass
 
     def records_written(self, records: int, nbytes: int) -> None:
+        pass
+
+    def records_dropped(self, records: int) -> None:
         pass
 
     def transaction_committed(

@@ -364,6 +364,8 @@ class AtLeastOnceTask(SourceTaskRunner):
             await self._flush()
 
     async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None:
+        if self._inflight.opened_at is None:
+            self._inflight.opened_at = self.deps.clock.monotonic()
         self._inflight.records.append((record, future))
         if record.source_offset is not None:
             self._inflight.offsets.add(record.source_partition, record.source_offset)
@@ -395,5 +397,9 @@ class AtLeastOnceTask(SourceTaskRunner):
         except Exception:
             self.deps.observer.offset_commit_failed()
             raise
-        self.deps.observer.transaction_committed(len(batch), time.perf_counter() - started, 0.0)
+        assert batch.opened_at is not None
+        open_for = self.deps.clock.monotonic() - batch.opened_at
+        self.deps.observer.transaction_committed(
+            len(batch), time.perf_counter() - started, open_for
+        )
         await self.notify_committed(batch)

@@ -264,11 +264,18 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 for store in unit.stores:
                     await store.close()
-            unit.runner.deps.observer.close()
-            key = (unit.spec.connector, unit.spec.task_id)
-            if self._tasks.get(key) is unit:
-                del self._tasks[key]
             unit.done.set()
+            # A FAILED task stays assigned (and visible in metrics) until it is stopped,
+            # restarted or its connector removed, as in Kafka Connect: never restarted
+            # behind the user's back.
+            if unit.runner.state != "FAILED":
+                self._forget(unit)
+
+    def _forget(self, unit: _TaskUnit) -> None:
+        key = (unit.spec.connector, unit.spec.task_id)
+        if self._tasks.get(key) is unit:
+            del self._tasks[key]
+            unit.runner.deps.observer.close()
 
     async def stop_tasks(self, tasks: Sequence[tuple[str, int]]) -> None:
         """Stop tasks in parallel: ask, wait until the graceful deadline, then cancel."""
@@ -290,6 +297,7 @@ class Worker:
                 unit.scope.cancel()
         for unit in units:
             await unit.done.wait()
+            self._forget(unit)
 
     async def task_failed(self, name: str, task_id: int, generation: int, trace: str) -> None:
         await self._task_status(TaskSpec(name, task_id, generation, {}), "FAILED", trace)

@@ -1,0 +1,104 @@
+"""A real worker scraped by a real Prometheus: the committed transactions it
+reports equal the transactions that the topics show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from eos.kafka import ClientConfig, read_to_end
+from eos.storage.offset_log import decode_offset_record
+from services.verify import verify
+from tests.integration.worker_harness import running_worker, worker_props
+from tests.prometheus_server import PrometheusFactory, prometheus_factory
+
+pytestmark = pytest.mark.integration
+__all__ = ["prometheus_factory"]  # the fixture, imported for this module
+
+RECORDS, BATCH = 3000, 100
+
+
+async def test_prometheus_counts_match_the_topic(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    prometheus_factory: PrometheusFactory,
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    wprops = worker_props(bootstrap, group)
+    connector = {
+        "name": "vs",
+        "connector.class": "VerifiableSource",
+        "tasks.max": "1",
+        "topic": topic,
+        "partitions.per.task": "1",
+        "records.per.partition": str(RECORDS),
+        "batch.size": str(BATCH),
+        "throughput": "3000",
+    }
+    async with running_worker(wprops, [connector]) as w:
+        target = wprops["listeners"].removeprefix("http://")
+        prom = prometheus_factory([target])
+        await w.wait_for_tasks("vs", "RUNNING", 1)
+        result = await verify(client_config, topic, RECORDS, 60, {})
+        assert result.ok(RECORDS)
+
+        def all_in(samples: list[dict[str, Any]]) -> bool:
+            return bool(samples) and float(samples[0]["value"][1]) >= RECORDS
+
+        await prom.wait_for('sum(eos_task_records_written_total{connector="vs"})', 30, all_in)
+        await anyio.sleep(2)  # one more scrape after the last commit
+        committed = await prom.query('sum(eos_task_transactions_committed_total{connector="vs"})')
+        size_max = await prom.query('max(eos_task_transaction_size_max{connector="vs"})')
+        size_avg = await prom.query('max(eos_task_transaction_size_avg{connector="vs"})')
+        state = await prom.query('eos_task_state{connector="vs",state="RUNNING"}')
+        text = (await w.http.get("/metrics")).text
+        openmetrics = await w.http.get(
+            "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
+        )
+
+    # One task with one source partition writes one offset record per committed
+    # transaction, in that transaction: the offsets topic counts the transactions.
+    offsets = [
+        e
+        for r in await read_to_end(client_config, wprops["offset.storage.topic"])
+        if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == "vs"
+    ]
+    assert offsets[-1][2] == {"seqno": RECORDS}
+    transactions = len(offsets)
+    assert transactions >= RECORDS // BATCH
+    assert int(float(committed[0]["value"][1])) == transactions
+    assert float(size_max[0]["value"][1]) <= BATCH
+    assert float(size_avg[0]["value"][1]) == pytest.approx(RECORDS / transactions)
+    assert [s["value"][1] for s in state] == ["1"]
+
+    families = {f.name for f in text_string_to_metric_families(text)}
+    assert "eos_task_transactions_committed" in families
+    assert openmetrics.headers["content-type"].startswith("application/openmetrics-text")
+    assert json.dumps(sorted(families))  # parsed without error
+
+
+async def test_failed_task_stays_visible_as_failed(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    bad = {
+        "name": "bad",
+        "connector.class": "tests.integration.connectors:BadRecordSource",
+        "topic": unique_name("out"),
+    }
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [bad]) as w:
+        await w.wait_for_tasks("bad", "FAILED", 1)
+        text = (await w.http.get("/metrics")).text
+    failed = [
+        s
+        for f in text_string_to_metric_families(text)
+        if f.name == "eos_task_state"
+        for s in f.samples
+        if s.labels.get("connector") == "bad" and s.labels.get("state") == "FAILED"
+    ]
+    assert [s.value for s in failed] == [1.0]
