@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aiokafka import errors as kerrors
 
@@ -82,11 +82,11 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._call(self._producer.begin_transaction())
             self._inflight.opened_at = self.deps.clock.monotonic()
 
-    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None:
-        self._inflight.records.append((record, future))
-        if record.source_offset is not None:
-            self._inflight.offsets.add(record.source_partition, record.source_offset)
-        await self._act(self._policy.after_record(record))
+    def record_boundary(self, record: SourceRecord) -> Action | None:
+        return self._policy.after_record(record)
+
+    async def act(self, action: Action) -> None:
+        await self._act(action)
 
     async def batch_dispatched(self) -> None:
         await self._act(self._policy.after_batch(self._inflight.opened_at))
@@ -167,7 +167,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._call(self._producer.send(self.deps.offsets_topic, key=key, value=value))
 
     async def _raise_send_failure(self, batch: InFlight) -> None:
-        done = InFlight(batch.offsets, [(r, f) for r, f in batch.records if f.done()])
+        done = InFlight(batch.offsets, [(r, s) for r, s in batch.records if s.future.done()])
         await wait_sent(done)
 
     async def _call(self, step: Awaitable[T]) -> T:

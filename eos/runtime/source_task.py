@@ -6,7 +6,7 @@ The loop is written once, as a template with named steps::
     loop until stopped:
         prepare_to_poll()                       (interval commits / periodic flushes)
         poll()                                  (cancelled when a stop is requested)
-        for each record: convert → send → record_dispatched(record, future)
+        convert each record, send the batch         (record_boundary splits it)
         batch_dispatched()                      (batch boundary)
     final_commit()                              (bounded by the graceful-shutdown deadline)
     task.stop → producer closed
@@ -36,14 +36,18 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as kerrors
 
-from eos.api import RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
+from eos.api import SourceRecord, SourceTask, SourceTaskContext
 from eos.errors import ConversionError, EosError, FencedError, TaskError
 from eos.kafka.clients import ClientConfig
+from eos.runtime.boundaries import Action
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
 from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
+from eos.runtime.sending import KeyPartitioner, Outgoing, SendFailed, Sent, send_segment
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
+
+_FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
 
 StatusSink = Callable[[str, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
@@ -102,7 +106,7 @@ class InFlight:
     """Records sent since the last commit, with their send futures and offsets."""
 
     offsets: OffsetBatch
-    records: list[tuple[SourceRecord, Any]] = field(default_factory=list)
+    records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
     opened_at: float | None = None
 
     def __len__(self) -> int:
@@ -125,6 +129,7 @@ class SourceTaskRunner(ABC):
         self._poll_scope: anyio.CancelScope | None = None
         self._producer: AIOKafkaProducer | None = None
         self._inflight = self.new_inflight()
+        self._partitioner = KeyPartitioner()
 
     # ------------------------------------------------------------------ control
 
@@ -179,8 +184,7 @@ class SourceTaskRunner(ABC):
             batch = await self._poll()
             if not batch:
                 continue
-            for record in batch:
-                await self._dispatch(record)
+            await self._dispatch(batch)
             await self.batch_dispatched()
 
     async def _poll(self) -> Sequence[SourceRecord] | None:
@@ -194,7 +198,20 @@ class SourceTaskRunner(ABC):
             return batch
         return None  # cancelled by request_stop
 
-    async def _dispatch(self, record: SourceRecord) -> None:
+    async def _dispatch(self, batch: Sequence[SourceRecord]) -> None:
+        """Convert and send a poll batch; a record-level boundary splits it."""
+        segment: list[Outgoing] = []
+        for record in batch:
+            segment.append(self._convert(record))
+            action = self.record_boundary(record)
+            if action is not None:
+                await self._send(segment)
+                segment = []
+                await self.act(action)
+        if segment:
+            await self._send(segment)
+
+    def _convert(self, record: SourceRecord) -> Outgoing:
         if record.topic == self.deps.offsets_topic:
             raise TaskError(
                 f"a record is addressed to the offsets topic {record.topic!r} of this task; "
@@ -205,24 +222,27 @@ class SourceTaskRunner(ABC):
             value = self.deps.value_converter.convert(record.topic, record.value)
         except Exception as exc:
             raise ConversionError(f"{_where(record)} could not be converted: {exc}") from exc
+        return Outgoing(record, key, value)
+
+    async def _send(self, segment: list[Outgoing]) -> None:
         assert self._producer is not None
         await self.prepare_to_send()
         try:
-            future = await self._producer.send(
-                record.topic,
-                value=value,
-                key=key,
-                partition=record.partition,
-                timestamp_ms=record.timestamp,
-                headers=list(record.headers) or None,
-            )
-        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch) as exc:
-            raise self.fenced_error(exc) from exc
-        except Exception as exc:
-            raise ConversionError(f"{_where(record)} could not be sent: {exc!r}") from exc
-        nbytes = len(key or b"") + len(value or b"")
-        self.deps.observer.records_written(1, nbytes)
-        await self.record_dispatched(record, future, nbytes)
+            sent = await send_segment(self._producer, self._partitioner, segment)
+        except SendFailed as failed:
+            if isinstance(failed.cause, _FENCED):
+                raise self.fenced_error(failed.cause) from failed.cause
+            raise ConversionError(
+                f"{_where(failed.record)} could not be sent: {failed.cause!r}"
+            ) from failed.cause
+        self.deps.observer.records_written(len(segment), sum(o.nbytes for o in segment))
+        inflight = self._inflight
+        if inflight.opened_at is None:
+            inflight.opened_at = self.deps.clock.monotonic()
+        inflight.records.extend(sent)
+        for out in segment:  # record order: the last offset of a partition wins
+            if out.record.source_offset is not None:
+                inflight.offsets.add(out.record.source_partition, out.record.source_offset)
 
     def new_inflight(self) -> InFlight:
         return InFlight(OffsetBatch(self.spec.connector))
@@ -240,10 +260,14 @@ class SourceTaskRunner(ABC):
     async def prepare_to_poll(self) -> None: ...
 
     async def prepare_to_send(self) -> None:
-        """Before each record is sent (exactly-once: opens the transaction)."""
+        """Before records are sent (exactly-once: opens the transaction)."""
 
-    @abstractmethod
-    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None: ...
+    def record_boundary(self, record: SourceRecord) -> Action | None:
+        """A boundary requested right after ``record`` (exactly-once, connector-defined)."""
+        return None
+
+    async def act(self, action: Action) -> None:
+        """Commit or abort at a record-level boundary."""
 
     @abstractmethod
     async def batch_dispatched(self) -> None: ...
@@ -290,8 +314,11 @@ class SourceTaskRunner(ABC):
 
     async def notify_committed(self, committed: InFlight) -> None:
         """After a commit: ``commit_record`` for each record, then ``commit``."""
-        for record, future in committed.records:
-            metadata = _metadata(future)
+        # Skipped when the task keeps the no-op default: the same outcome, without a
+        # call per record.
+        overridden = type(self.task).commit_record is not SourceTask.commit_record
+        for record, sent in committed.records if overridden else ():
+            metadata = sent.metadata()
             try:
                 await self.task.commit_record(record, metadata)
             except Exception as exc:
@@ -322,13 +349,6 @@ def _where(record: SourceRecord) -> str:
     )
 
 
-def _metadata(future: Any) -> RecordMetadata | None:
-    if not future.done() or future.cancelled() or future.exception() is not None:
-        return None
-    md = future.result()
-    return RecordMetadata(md.topic, md.partition, md.offset, md.timestamp)
-
-
 def _make_producer(config: ClientConfig, fixed: Mapping[str, Any]) -> AIOKafkaProducer:
     from eos.kafka.clients import make_producer
 
@@ -337,9 +357,9 @@ def _make_producer(config: ClientConfig, fixed: Mapping[str, Any]) -> AIOKafkaPr
 
 async def wait_sent(inflight: InFlight) -> None:
     """Wait until every record in flight is acknowledged; raise for the first failure."""
-    for record, future in inflight.records:
+    for record, sent in inflight.records:
         try:
-            await future
+            await sent.future
         except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch):
             raise
         except Exception as exc:
@@ -362,13 +382,6 @@ class AtLeastOnceTask(SourceTaskRunner):
         interval = self.deps.flush_interval_ms / 1000
         if self.deps.clock.monotonic() - self._last_flush >= interval:
             await self._flush()
-
-    async def record_dispatched(self, record: SourceRecord, future: Any, nbytes: int) -> None:
-        if self._inflight.opened_at is None:
-            self._inflight.opened_at = self.deps.clock.monotonic()
-        self._inflight.records.append((record, future))
-        if record.source_offset is not None:
-            self._inflight.offsets.add(record.source_partition, record.source_offset)
 
     async def batch_dispatched(self) -> None:
         pass

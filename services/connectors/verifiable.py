@@ -36,6 +36,7 @@ Without a transaction context (other boundaries) both settings are ignored.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -212,10 +213,17 @@ def record_value(partition: str, seqno: int, task_id: int, record_bytes: int = 0
     value: dict[str, Any] = {"partition": partition, "seqno": seqno, "task": task_id}
     if record_bytes > 0:
         # The compact JSON length, computed without encoding (this runs per record).
-        bare = len('{"partition":"","seqno":,"task":,"pad":""}') + len(partition)
-        bare += len(str(seqno)) + len(str(task_id))
-        value["pad"] = "x" * max(0, record_bytes - bare)
+        bare = _BARE + len(partition) + len(str(seqno)) + len(str(task_id))
+        value["pad"] = _pad(max(0, record_bytes - bare))
     return value
+
+
+_BARE = len('{"partition":"","seqno":,"task":,"pad":""}')
+
+
+@functools.lru_cache(maxsize=64)
+def _pad(length: int) -> str:
+    return "x" * length
 
 
 class VerifiableSource(SourceConnector):
