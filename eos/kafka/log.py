@@ -13,19 +13,19 @@ then fails after its timeout with :class:`~eos.errors.ReadToEndTimeout`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from eos.errors import ReadToEndTimeout
 from eos.kafka.clients import ClientConfig, make_consumer
+from eos.kafka.lifecycle import AsyncService
 
 _POLL_MS = 100
 
 
-class TopicReader:
+class TopicReader(AsyncService):
     """A read_committed reader of every partition of one topic, from its beginning.
 
     ``read_to_end`` returns the records that arrived since the previous call, so
@@ -39,15 +39,6 @@ class TopicReader:
         self._reader: AIOKafkaConsumer | None = None
         self._lister: AIOKafkaConsumer | None = None
         self._partitions: list[TopicPartition] = []
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         common: dict[str, Any] = {"enable_auto_commit": False, "group_id": None}

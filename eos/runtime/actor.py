@@ -31,6 +31,7 @@ class Mailbox:
     def __init__(self, name: str, size: int = 256) -> None:
         self.name = name
         self._send, self._receive = anyio.create_memory_object_stream[_Envelope](size)
+        self._serving = False
 
     async def ask(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
         reply_send, reply_receive = anyio.create_memory_object_stream[tuple[bool, Any]](1)
@@ -46,10 +47,14 @@ class Mailbox:
         self._send.send_nowait(_Envelope(call, args, None))
 
     def close(self) -> None:
+        """No more calls; :meth:`serve` returns once the queued ones ran. Idempotent."""
         self._send.close()
+        if not self._serving:
+            self._receive.close()
 
     async def serve(self) -> None:
         """Run calls one at a time until :meth:`close` (or cancellation)."""
+        self._serving = True
         async with self._receive:
             async for envelope in self._receive:
                 await self._handle(envelope)

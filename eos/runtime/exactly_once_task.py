@@ -167,7 +167,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._call(self._producer.send(self.deps.offsets_topic, key=key, value=value))
 
     async def _raise_send_failure(self, batch: InFlight) -> None:
-        done = InFlight(batch.offsets, [(r, s) for r, s in batch.records if s.future.done()])
+        done = InFlight(batch.offsets, batches=[(r, f) for r, f in batch.batches if f.done()])
         await wait_sent(done)
 
     async def _call(self, step: Awaitable[T]) -> T:

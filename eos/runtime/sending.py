@@ -100,11 +100,34 @@ class KeyPartitioner:
         return groups
 
 
+@dataclass
+class SegmentSent:
+    """The queued batches (first record, batch future), and, when asked for, where
+    each record went (for ``commit_record``)."""
+
+    batches: list[tuple[SourceRecord, Any]]
+    records: list[tuple[SourceRecord, Sent]]
+
+
 async def send_segment(
-    producer: AIOKafkaProducer, partitioner: KeyPartitioner, segment: Sequence[Outgoing]
-) -> list[tuple[SourceRecord, Sent]]:
+    producer: AIOKafkaProducer,
+    partitioner: KeyPartitioner,
+    segment: Sequence[Outgoing],
+    *,
+    per_record: bool,
+) -> SegmentSent:
     """Queue every record of ``segment``; raise :class:`SendFailed` if one cannot be."""
-    sent: list[tuple[SourceRecord, Sent]] = []
+    sent = SegmentSent([], [])
+
+    async def queue(topic: str, partition: int, builder: Any, members: list[Outgoing]) -> None:
+        try:
+            future = await producer.send_batch(builder, topic, partition=partition)
+        except Exception as exc:
+            raise SendFailed(members[0].record, exc) from exc
+        sent.batches.append((members[0].record, future))
+        if per_record:
+            sent.records += [(out.record, Sent(future, i)) for i, out in enumerate(members)]
+
     for (topic, partition), outs in (await partitioner.assign(producer, segment)).items():
         builder = producer.create_batch()
         members: list[Outgoing] = []
@@ -113,14 +136,17 @@ async def send_segment(
                 members.append(out)
                 continue
             if members:  # the batch is full: queue it and start the next one
-                sent += await _queue(producer, builder, topic, partition, members)
+                await queue(topic, partition, builder, members)
                 builder, members = producer.create_batch(), []
                 if _append(builder, out):
                     members.append(out)
                     continue
-            sent.append((out.record, await _send_alone(producer, topic, partition, out)))
+            future = await _send_alone(producer, topic, partition, out)
+            sent.batches.append((out.record, future))
+            if per_record:
+                sent.records.append((out.record, Sent(future, 0)))
         if members:
-            sent += await _queue(producer, builder, topic, partition, members)
+            await queue(topic, partition, builder, members)
     return sent
 
 
@@ -133,19 +159,7 @@ def _append(builder: Any, out: Outgoing) -> bool:
     )
 
 
-async def _queue(
-    producer: AIOKafkaProducer, builder: Any, topic: str, partition: int, members: list[Outgoing]
-) -> list[tuple[SourceRecord, Sent]]:
-    try:
-        future = await producer.send_batch(builder, topic, partition=partition)
-    except Exception as exc:
-        raise SendFailed(members[0].record, exc) from exc
-    return [(out.record, Sent(future, i)) for i, out in enumerate(members)]
-
-
-async def _send_alone(
-    producer: AIOKafkaProducer, topic: str, partition: int, out: Outgoing
-) -> Sent:
+async def _send_alone(producer: AIOKafkaProducer, topic: str, partition: int, out: Outgoing) -> Any:
     """A record too large for a batch of ``batch.size`` goes on its own."""
     r = out.record
     try:
@@ -155,4 +169,4 @@ async def _send_alone(
         )  # fmt: skip
     except Exception as exc:
         raise SendFailed(r, exc) from exc
-    return Sent(future, 0)
+    return future

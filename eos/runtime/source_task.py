@@ -103,14 +103,20 @@ class TaskDeps:
 
 @dataclass
 class InFlight:
-    """Records sent since the last commit, with their send futures and offsets."""
+    """What was sent since the last commit: the latest offset per source partition,
+    the queued Kafka batches (first record, future), the record count, and, only for
+    tasks that override ``commit_record``, every record with where it went."""
 
     offsets: OffsetBatch
+    count: int = 0
+    batches: list[tuple[SourceRecord, Any]] = field(default_factory=list)
     records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
     opened_at: float | None = None
+    checked: int = 0
+    """Batches before this index were acknowledged (see ``SourceTaskRunner._check_sent``)."""
 
     def __len__(self) -> int:
-        return len(self.records)
+        return self.count
 
 
 class SourceTaskRunner(ABC):
@@ -130,6 +136,8 @@ class SourceTaskRunner(ABC):
         self._producer: AIOKafkaProducer | None = None
         self._inflight = self.new_inflight()
         self._partitioner = KeyPartitioner()
+        # Per-record bookkeeping only for tasks that want commit_record calls.
+        self._per_record = type(task).commit_record is not SourceTask.commit_record
 
     # ------------------------------------------------------------------ control
 
@@ -224,11 +232,29 @@ class SourceTaskRunner(ABC):
             raise ConversionError(f"{_where(record)} could not be converted: {exc}") from exc
         return Outgoing(record, key, value)
 
+    def _check_sent(self) -> None:
+        """Raise for a batch that already failed. aiokafka keeps queuing batches after a
+        fatal error (e.g. a transaction the broker aborted); only their futures say so."""
+        inflight = self._inflight
+        while inflight.checked < len(inflight.batches):
+            record, future = inflight.batches[inflight.checked]
+            if not future.done():
+                return
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                if isinstance(error, _FENCED):
+                    raise self.fenced_error(error) from error
+                raise ConversionError(f"{_where(record)} could not be sent: {error!r}") from error
+            inflight.checked += 1
+
     async def _send(self, segment: list[Outgoing]) -> None:
         assert self._producer is not None
+        self._check_sent()
         await self.prepare_to_send()
         try:
-            sent = await send_segment(self._producer, self._partitioner, segment)
+            sent = await send_segment(
+                self._producer, self._partitioner, segment, per_record=self._per_record
+            )
         except SendFailed as failed:
             if isinstance(failed.cause, _FENCED):
                 raise self.fenced_error(failed.cause) from failed.cause
@@ -239,7 +265,9 @@ class SourceTaskRunner(ABC):
         inflight = self._inflight
         if inflight.opened_at is None:
             inflight.opened_at = self.deps.clock.monotonic()
-        inflight.records.extend(sent)
+        inflight.count += len(segment)
+        inflight.batches += sent.batches
+        inflight.records += sent.records
         for out in segment:  # record order: the last offset of a partition wins
             if out.record.source_offset is not None:
                 inflight.offsets.add(out.record.source_partition, out.record.source_offset)
@@ -314,10 +342,8 @@ class SourceTaskRunner(ABC):
 
     async def notify_committed(self, committed: InFlight) -> None:
         """After a commit: ``commit_record`` for each record, then ``commit``."""
-        # Skipped when the task keeps the no-op default: the same outcome, without a
-        # call per record.
-        overridden = type(self.task).commit_record is not SourceTask.commit_record
-        for record, sent in committed.records if overridden else ():
+        # ``records`` is empty when the task keeps the no-op default: same outcome.
+        for record, sent in committed.records:
             metadata = sent.metadata()
             try:
                 await self.task.commit_record(record, metadata)
@@ -357,9 +383,9 @@ def _make_producer(config: ClientConfig, fixed: Mapping[str, Any]) -> AIOKafkaPr
 
 async def wait_sent(inflight: InFlight) -> None:
     """Wait until every record in flight is acknowledged; raise for the first failure."""
-    for record, sent in inflight.records:
+    for record, future in inflight.batches:
         try:
-            await sent.future
+            await future
         except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch):
             raise
         except Exception as exc:

@@ -96,6 +96,12 @@ class Worker:
     # ------------------------------------------------------------- lifecycle
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await self._run(task_status)
+        finally:
+            self.coordinator.close()
+
+    async def _run(self, task_status: TaskStatus[None]) -> None:
         await self._create_internal_topics()
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.config_log)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import structlog
 
 from eos.errors import ReadToEndTimeout
 from eos.kafka.clients import ClientConfig
+from eos.kafka.lifecycle import AsyncService
 from eos.kafka.log import TopicReader
 
 log = structlog.get_logger(__name__)
@@ -94,7 +94,7 @@ class StoreState(Protocol):
 S = TypeVar("S", bound=StoreState)
 
 
-class TopicStore(Generic[S]):
+class TopicStore(AsyncService, Generic[S]):
     """A store kept up to date by reading its topic (read_committed) to the end.
 
     The state (``S``) receives every new record in offset order per partition.
@@ -125,15 +125,6 @@ class TopicStore(Generic[S]):
         self._position = 0
         """Where the last complete read ended, summed over partitions (for a
         one-partition topic: the next offset to read)."""
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         """Connect the reader. Nothing is read until the first refresh."""

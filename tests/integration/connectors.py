@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import anyio
+
 from eos.api import (
+    ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
     SourceConnector,
     SourceRecord,
@@ -45,6 +48,42 @@ class BadRecordTask(SourceTask):
         if self.batches == 2:
             return [self._record(3, {"n": 3}), self._record(4, {"n": 4}), self._record(5, object())]
         return None
+
+    async def stop(self) -> None:
+        pass
+
+
+class NeverCommitSource(SourceConnector):
+    """Connector-defined boundaries that never ask for a commit: its transaction
+    stays open until the broker times it out."""
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        return ExactlyOnceSupport.SUPPORTED
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.SUPPORTED
+
+    async def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+
+    def task_class(self) -> type[SourceTask]:
+        return NeverCommitTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{"topic": self.config["topic"]}]
+
+
+class NeverCommitTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self.topic = config["topic"]
+        self.n = 0
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        await anyio.sleep(0.2)
+        self.n += 1
+        return [SourceRecord({"p": "only"}, {"n": self.n}, self.topic, {"n": self.n})]
 
     async def stop(self) -> None:
         pass

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from eos.errors import TopicError
 from eos.kafka import ClientConfig, read_to_end
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
 from services.connectors.verifiable import aborted_records
 from services.verify import verify
+from tests.conftest import TopicFactory
 from tests.integration.helpers import producer
 from tests.integration.worker_harness import running_worker, worker_props
 
@@ -246,3 +249,90 @@ async def test_at_least_once_mode_runs_and_resumes(
     result = await verify(client_config, topic, first + 1, 30, {})
     assert result.gaps == 0
     assert result.records > first
+
+
+async def test_transaction_timeout_fails_task_with_remedies(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("out")
+    never = {
+        "name": "never",
+        "connector.class": "tests.integration.connectors:NeverCommitSource",
+        "topic": topic,
+        "transaction.boundary": "connector",
+        "producer.override.transaction.timeout.ms": "2000",
+    }
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [never]) as w:
+        status = await w.wait_for_tasks("never", "FAILED", 1, timeout=60)
+    trace = status["tasks"][0]["trace"]
+    assert "transaction.timeout.ms=2000" in trace
+    assert "transaction.boundary=poll" in trace
+    assert await read_to_end(client_config, topic) == []
+
+
+@pytest.mark.parametrize(
+    ("partitions", "compacted", "expected"),
+    [(2, True, "2 partition(s) but eos needs 1"), (1, False, "cleanup.policy")],
+)
+async def test_wrong_internal_topic_layout_is_a_clear_startup_error(
+    partitions: int,
+    compacted: bool,
+    expected: str,
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    unique_name: Callable[[str], str],
+) -> None:
+    group = unique_name("g")
+    await topic_factory(partitions, compacted=compacted, name=f"{group}-configs")
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with running_worker(worker_props(bootstrap, group)):
+            pass
+    errors = [e for e in _leaves(caught.value) if isinstance(e, TopicError)]
+    assert errors, caught.value
+    assert f"{group}-configs" in str(errors[0])
+    assert expected in str(errors[0])
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for e in group.exceptions for leaf in _leaves(e)]
+    return [group]
+
+
+async def test_file_source_exactly_once_and_new_lines(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    group, topic = unique_name("g"), unique_name("lines")
+    (tmp_path / "a.log").write_text("a1\na2\n")
+    (tmp_path / "b.log").write_text("b1\npartial")
+    props = {
+        "name": "files",
+        "connector.class": "FileSource",
+        "tasks.max": "2",
+        "topic": topic,
+        "path": str(tmp_path / "*.log"),
+        "poll.interval.ms": "200",
+    }
+
+    async def lines(count: int) -> list[str]:
+        with anyio.fail_after(30):
+            while True:
+                got = [json.loads(r.value) for r in await read_to_end(client_config, topic)]
+                if len(got) >= count:
+                    return sorted(got)
+                await anyio.sleep(0.3)
+
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("files", "RUNNING", 2)
+        assert await lines(3) == ["a1", "a2", "b1"]
+        with (tmp_path / "b.log").open("a") as f:
+            f.write(" line\n")
+        (tmp_path / "c.log").write_text("c1\n")
+        assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("files", "RUNNING", 2)
+        await anyio.sleep(1.5)
+    assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]
