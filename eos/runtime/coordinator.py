@@ -91,12 +91,25 @@ class Coordinator:
         self.observer.rebalance_completed(self.generation, leader=True)
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            tg.start_soon(self.mailbox.serve)
+            tg.start_soon(self._watch_lag)
             self.mailbox.tell(self._reconcile)
             task_status.started()
+            await self.mailbox.serve()  # until close(): queued calls still run
+            tg.cancel_scope.cancel()
 
     def close(self) -> None:
         self.mailbox.close()
+
+    async def _watch_lag(self) -> None:
+        """Report how far the config topic is ahead of what was read, now and then."""
+        interval = self.settings.heartbeat_interval_ms / 1000
+        while True:
+            with anyio.move_on_after(interval):
+                try:
+                    self.observer.config_read_lag(await self.config_log.lag())
+                except Exception as exc:
+                    log.debug("config lag check failed", error=repr(exc))
+            await anyio.sleep(interval)
 
     # ------------------------------------------------------- public requests
 

@@ -133,6 +133,13 @@ class TopicStore(AsyncService, Generic[S]):
     async def close(self) -> None:
         await self._reader.close()
 
+    async def lag(self) -> int:
+        """Records (with transaction markers) written but not yet read, summed over
+        partitions: how far this store is behind its topic."""
+        async with self._read_lock:
+            ends = await self._reader.end_offsets()
+        return max(0, sum(ends.values()) - self._position)
+
     async def _refresh_state(self, timeout: float | None) -> S:
         """Read to the end, apply what is new and return the state.
 

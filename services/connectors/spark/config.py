@@ -1,0 +1,231 @@
+"""SparkSource settings: the definition (for validation) and the parsed, typed form.
+
+Cross-setting rules that a single key cannot express (files mode needs ``path``;
+table mode needs exactly one of ``table``, ``path`` or ``query`` and an
+``incrementing.column``; a record needs a ``topic`` or a ``topic.column``) live in
+:func:`problems`, which both validation and :meth:`SparkSourceSettings.parse` use,
+so an error always names the setting to fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eos.api import ConfigDef, ConfigError, Importance, OneOf, Range, Type
+
+FILE_FORMATS = ("parquet", "csv", "json", "orc")
+OPTIONS_PREFIX = "options."
+TASK_INDEX = "task.index"
+TASK_COUNT = "task.count"
+TABLE_SOURCES = ("table", "path", "query")
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "mode",
+        Type.STRING,
+        "files",
+        OneOf("files", "table"),
+        Importance.HIGH,
+        "files: every row of every file under `path`, each file once; "
+        "table: rows of a table, path or query above the last `incrementing.column` value.",
+    )
+    .define("topic", Type.STRING, "", None, Importance.HIGH, "Topic to write to.")
+    .define(
+        "topic.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Column whose value names each row's topic (instead of `topic`).",
+    )
+    .define(
+        "key.columns",
+        Type.LIST,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Columns forming the record key: one column gives its value, several an object.",
+    )
+    .define(
+        "timestamp.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "Timestamp or date column (or epoch milliseconds) used as the record timestamp.",
+    )
+    .define(
+        "path",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Files mode: a Hadoop/Spark path (local dir, file:, s3a:, hdfs:; globs allowed). "
+        "Table mode: a path read with `format`.",
+    )
+    .define(
+        "format",
+        Type.STRING,
+        "parquet",
+        None,
+        Importance.HIGH,
+        "Files mode: parquet, csv, json or orc. Table mode with `path`: any Spark format.",
+    )
+    .define(
+        "schema",
+        Type.STRING,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Optional DDL schema (e.g. `id BIGINT, name STRING`); recommended for csv and json "
+        "so that every file is read with the same types.",
+    )
+    .define(
+        "poll.interval.ms",
+        Type.LONG,
+        5000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "How often to look for new files (files mode) or new rows (table mode).",
+    )
+    .define(
+        "batch.rows",
+        Type.INT,
+        10000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "Most rows returned by one poll (one transaction with transaction.boundary=poll).",
+    )
+    .define(
+        "max.buffered.rows",
+        Type.INT,
+        100000,
+        Range(at_least=2),
+        Importance.MEDIUM,
+        "Most rows a task holds in Python at once; Spark hands a file over in pieces of "
+        "about this many rows.",
+    )
+    .define("table", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark table name.")
+    .define("query", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark SQL query.")
+    .define(
+        "incrementing.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Table mode: the column whose values increase with every new row.",
+    )
+    .define(
+        "incrementing.column.unique",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.HIGH,
+        "Table mode: declare that `incrementing.column` is unique and strictly increasing "
+        "(a new row never gets a value at or below one already present); "
+        "only then is exactly-once delivery guaranteed.",
+    )
+)
+
+
+def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Errors per setting that need more than one key to find (empty when fine)."""
+    found: dict[str, list[str]] = {}
+
+    def add(key: str, message: str) -> None:
+        found.setdefault(key, []).append(message)
+
+    def text(key: str) -> str:
+        return str(props.get(key) or "").strip()
+
+    if not text("topic") and not text("topic.column"):
+        add("topic", "required setting 'topic' is missing: set `topic` or `topic.column`")
+    mode = text("mode").lower() or "files"
+    fmt = text("format").lower() or "parquet"
+    if mode == "files":
+        if not text("path"):
+            add("path", "required setting 'path' is missing: the files to read (mode=files)")
+        if fmt not in FILE_FORMATS:
+            add(
+                "format",
+                f"invalid value {fmt!r} for setting 'format': "
+                f"must be one of: {', '.join(FILE_FORMATS)} (mode=files)",
+            )
+    elif mode == "table":
+        given = [k for k in TABLE_SOURCES if text(k)]
+        if len(given) != 1:
+            add(
+                "table",
+                "mode=table needs exactly one of `table`, `path` (with `format`) or `query`; "
+                f"got {', '.join(given) or 'none'}",
+            )
+        if not text("incrementing.column"):
+            add(
+                "incrementing.column",
+                "required setting 'incrementing.column' is missing: the column whose values "
+                "increase with every new row (mode=table)",
+            )
+    return found
+
+
+@dataclass(frozen=True)
+class SparkSourceSettings:
+    mode: str
+    topic: str
+    topic_column: str
+    key_columns: tuple[str, ...]
+    timestamp_column: str
+    path: str
+    format: str
+    schema: str
+    options: dict[str, str]
+    poll_interval: float  # seconds
+    batch_rows: int
+    max_buffered_rows: int
+    table: str
+    query: str
+    incrementing_column: str
+    incrementing_unique: bool
+    task_index: int
+    task_count: int
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> SparkSourceSettings:
+        """Typed settings; raises :class:`ConfigError` naming the first bad setting."""
+        values = CONFIG_DEF.parse(props)
+        for key, messages in problems(props).items():
+            raise ConfigError(key, props.get(key), messages[0])
+        options = {
+            k[len(OPTIONS_PREFIX) :]: str(v)
+            for k, v in props.items()
+            if k.startswith(OPTIONS_PREFIX) and len(k) > len(OPTIONS_PREFIX)
+        }
+        return cls(
+            mode=values["mode"].lower(),
+            topic=values["topic"],
+            topic_column=values["topic.column"],
+            key_columns=tuple(values["key.columns"]),
+            timestamp_column=values["timestamp.column"],
+            path=values["path"],
+            format=values["format"].lower(),
+            schema=values["schema"],
+            options=options,
+            poll_interval=values["poll.interval.ms"] / 1000,
+            batch_rows=values["batch.rows"],
+            max_buffered_rows=values["max.buffered.rows"],
+            table=values["table"],
+            query=values["query"],
+            incrementing_column=values["incrementing.column"],
+            incrementing_unique=values["incrementing.column.unique"],
+            task_index=int(props.get(TASK_INDEX, 0)),
+            task_count=int(props.get(TASK_COUNT, 1)),
+        )
+
+    @property
+    def rows_per_poll(self) -> int:
+        """Rows one poll hands over: half the buffer, since Spark's current Arrow batch
+        (at most the other half) is held at the same time."""
+        return max(1, min(self.batch_rows, self.max_buffered_rows // 2))

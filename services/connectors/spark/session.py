@@ -1,0 +1,116 @@
+"""The Spark session: one per worker, created lazily, stopped when the worker stops.
+
+The worker's ``spark.*`` plugin settings configure it: ``spark.master`` (default
+``local[*]``; a cluster URL works unchanged), ``spark.app.name`` (default
+``eos-worker``) and any other ``spark.*`` key, passed through to the builder.
+Arrow transfer to Python is always on. With a ``local`` master the driver binds to
+127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise.
+
+Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the same
+SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
+settings a task needs (:func:`task_session`) never leak into the worker's session.
+
+Every function here blocks: call it through ``resources.run_blocking``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from eos.api import WorkerResources
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SHARED_KEY = "spark.session"
+_lock = threading.Lock()
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start on this worker (no Java, no pyspark, or the JVM failed).
+    The message says what to install or fix."""
+
+
+def _check_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return
+    if shutil.which("java") is None:
+        raise SparkUnavailable(
+            "Spark needs Java (17 or 21) and none was found: install a JDK or JRE "
+            "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
+        )
+
+
+def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The Spark settings the session is built with, from the worker's settings."""
+    conf = {k: str(v) for k, v in settings.items() if k.startswith("spark.")}
+    conf.setdefault("spark.master", "local[*]")
+    conf.setdefault("spark.app.name", "eos-worker")
+    conf["spark.sql.execution.arrow.pyspark.enabled"] = "true"
+    conf.setdefault("spark.ui.showConsoleProgress", "false")
+    if conf["spark.master"].startswith("local"):
+        conf.setdefault("spark.driver.host", "127.0.0.1")
+        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    return conf
+
+
+def create_session(settings: Mapping[str, str]) -> SparkSession:
+    """A new (or the process's existing) SparkSession; :class:`SparkUnavailable` if none."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailable(
+            f"pyspark is not installed ({exc}): install eos with the spark extra, "
+            "`pip install 'eos[spark]'`"
+        ) from exc
+    _check_java()
+    conf = builder_settings(settings)
+    builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
+        conf.pop("spark.app.name")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:
+        raise SparkUnavailable(
+            f"Spark failed to start: {exc}. Check the worker's spark.* settings "
+            "(spark.master, memory) and that Java 17 or 21 is installed"
+        ) from exc
+
+
+def stop_session(session: SparkSession) -> None:
+    session.stop()
+
+
+def worker_session(resources: WorkerResources) -> SparkSession:
+    """The worker's shared session, created on first use (blocking)."""
+    with _lock:
+        return resources.shared(
+            SHARED_KEY, lambda: create_session(resources.settings), stop_session
+        )
+
+
+def task_session(
+    resources: WorkerResources, *, arrow_batch_rows: int, single_split: bool = False
+) -> SparkSession:
+    """A child session for one task's reads (blocking).
+
+    ``arrow_batch_rows`` caps every Arrow batch handed to Python. ``single_split``
+    makes every file one input partition (never split by bytes), which is how
+    rows of csv, json and orc files get a deterministic index (see files_mode).
+    """
+    session = worker_session(resources).newSession()
+    session.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_rows))
+    # Partition sizes are chosen by the reader; adaptive execution must not merge them.
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    if single_split:
+        session.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 62))
+        session.conf.set("spark.sql.files.minPartitionNum", "1")
+    return session

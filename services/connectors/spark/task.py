@@ -1,0 +1,81 @@
+"""SparkSourceTask: one task of :class:`~services.connectors.spark.SparkSource`.
+
+Every Spark call runs in the worker's bounded thread pool
+(``context.resources.run_blocking``), never on the event loop. The task holds at
+most ``max.buffered.rows`` rows in Python: one Arrow batch from Spark (at most
+half of it) plus the rows of the poll being built (at most the other half).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import anyio
+
+from eos.api import SourceRecord, SourceTask, SourceTaskContext
+from services.connectors.spark.config import SparkSourceSettings
+from services.connectors.spark.files_mode import FilesReader
+from services.connectors.spark.table_mode import TableReader
+
+IDLE_SECONDS = 0.1
+"""How long :meth:`SparkSourceTask.poll` waits at most before returning empty-handed."""
+
+
+class SparkSourceTask(SourceTask):
+    def __init__(self) -> None:
+        self._settings: SparkSourceSettings | None = None
+        self._context: SourceTaskContext | None = None
+        self._files: FilesReader | None = None
+        self._table: TableReader | None = None
+        self._next_check = 0.0
+
+    def version(self) -> str:
+        return "1.0.0"
+
+    @property
+    def changed_files(self) -> int:
+        """Files found changed after they were read (files mode)."""
+        return self._files.changed_files if self._files is not None else 0
+
+    @property
+    def idle(self) -> bool:
+        """Nothing left to read until new files or rows appear (as of the last poll)."""
+        if self._files is not None:
+            return self._files.idle
+        return self._table is not None and self._next_check > time.monotonic()
+
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self._settings = settings = SparkSourceSettings.parse(config)
+        self._context = context
+        if settings.mode == "files":
+            self._files = FilesReader(settings, context.resources)
+            await self._files.start()
+        else:
+            self._table = TableReader(settings, context.resources)
+            await self._table.start(context.offset_reader)
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        assert self._settings is not None, "start() first"
+        assert self._context is not None, "start() first"
+        now = time.monotonic()
+        records: list[SourceRecord] = []
+        if self._files is not None:
+            if now >= self._next_check:
+                self._next_check = now + self._settings.poll_interval
+                await self._files.refresh(self._context.offset_reader)
+            records = await self._files.next_records()
+        elif self._table is not None and now >= self._next_check:
+            records = await self._table.next_records()
+            if len(records) < self._settings.rows_per_poll:  # caught up: wait for new rows
+                self._next_check = now + self._settings.poll_interval
+        if records:
+            return records
+        await anyio.sleep(max(0.0, min(IDLE_SECONDS, self._next_check - time.monotonic())))
+        return None
+
+    async def stop(self) -> None:
+        if self._files is not None:
+            await self._files.stop()
+        if self._table is not None:
+            await self._table.stop()

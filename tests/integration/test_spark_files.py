@@ -1,0 +1,349 @@
+"""SparkSource files mode against real Spark (local[2]) and a real broker."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from eos.api import SourceTaskContext
+from eos.kafka import ClientConfig
+from services.connectors.spark import SparkSourceTask, generate_sample_dataset
+from services.connectors.spark.files_mode import owner_of
+from tests.conftest import TopicFactory
+from tests.integration.test_spark_harness import (
+    LocalResources,
+    MemoryOffsets,
+    output,
+    run_task,
+    session_of,
+    spark_resources,
+)
+
+pytestmark = pytest.mark.integration
+
+UTC = datetime.UTC
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    yield session_of(spark_resources())
+
+
+def _config(path: Path | str, topic: str, **extra: str) -> dict[str, str]:
+    return {"path": str(path), "topic": topic, "poll.interval.ms": "200", **extra}
+
+
+TYPE_SCHEMA = (
+    "id BIGINT, small SMALLINT, flag BOOLEAN, ratio DOUBLE, price DECIMAL(12,3), "
+    "day DATE, ts TIMESTAMP, local_ts TIMESTAMP_NTZ, raw BINARY, note STRING, "
+    "tags ARRAY<STRING>, point STRUCT<x: INT, y: DOUBLE>, attrs MAP<STRING, INT>, "
+    "codes MAP<INT, DATE>, empty STRING"
+)
+TYPE_ROWS: list[tuple[Any, ...]] = [
+    (
+        1,
+        7,
+        True,
+        0.5,
+        decimal.Decimal("12.300"),
+        datetime.date(2024, 2, 29),
+        datetime.datetime(2024, 2, 29, 12, 30, 1, 123456, tzinfo=UTC),
+        datetime.datetime(2024, 2, 29, 12, 30, 1),
+        b"\x00\xffeos",
+        "zoë",
+        ["a", None],
+        (1, 2.5),
+        {"k": 1},
+        {3: datetime.date(2000, 1, 1)},
+        None,
+    ),
+    (2, None, False, float("nan"), decimal.Decimal("-0.001"), None, None, None, None, None,
+     [], None, {}, None, None),
+]
+TYPE_EXPECTED = [
+    {
+        "id": 1,
+        "small": 7,
+        "flag": True,
+        "ratio": 0.5,
+        "price": "12.300",
+        "day": "2024-02-29",
+        "ts": "2024-02-29T12:30:01.123456+00:00",
+        "local_ts": "2024-02-29T12:30:01",
+        "raw": "AP9lb3M=",
+        "note": "zoë",
+        "tags": ["a", None],
+        "point": {"x": 1, "y": 2.5},
+        "attrs": {"k": 1},
+        "codes": {"3": "2000-01-01"},
+        "empty": None,
+    },
+    {
+        "id": 2,
+        "small": None,
+        "flag": False,
+        "ratio": "NaN",
+        "price": "-0.001",
+        "day": None,
+        "ts": None,
+        "local_ts": None,
+        "raw": None,
+        "note": None,
+        "tags": [],
+        "point": None,
+        "attrs": {},
+        "codes": None,
+        "empty": None,
+    },
+]
+
+
+async def test_parquet_types_mapped_faithfully(
+    spark: Any, tmp_path: Path, client_config: ClientConfig, topic_factory: TopicFactory
+) -> None:
+    topic, offsets = await topic_factory(), await topic_factory(compacted=True)
+    spark.createDataFrame(TYPE_ROWS, TYPE_SCHEMA).coalesce(1).write.parquet(str(tmp_path / "t"))
+    config = _config(tmp_path / "t", topic, **{"key.columns": "id", "timestamp.column": "day"})
+    run = await run_task(config, client_config=client_config, offsets_topic=offsets, connector="p")
+    got = await output(client_config, topic)
+    assert [value for _, value, _ in got] == TYPE_EXPECTED
+    assert [key for key, _, _ in got] == [1, 2]
+    headers = got[0][2]
+    assert headers["eos.spark.file"].decode().endswith(".parquet")
+    assert headers["eos.spark.row"] == b"0"
+    assert run.records == 2
+
+
+CSV_TEXT = (
+    "id,name,amount,at\n"
+    '1,"Smith, Jo",10.50,2024-01-01T00:00:00Z\n'
+    "2,,0.01,2024-06-30T23:59:59.5Z\n"
+    "3,Ann,,\n"
+)
+JSON_TEXT = (
+    '{"id": 1, "user": {"name": "a", "roles": ["x", "y"]}, "score": 1.5}\n'
+    '{"id": 2, "user": null, "score": null}\n'
+    '{"id": 3, "user": {"name": "c", "roles": []}, "score": -2}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "extra", "expected"),
+    [
+        (
+            "csv",
+            CSV_TEXT,
+            {
+                "options.header": "true",
+                "schema": "id INT, name STRING, amount DECIMAL(10,2), at TIMESTAMP",
+            },
+            [
+                {"id": 1, "name": "Smith, Jo", "amount": "10.50", "at": "2024-01-01T00:00:00+00:00"},
+                {"id": 2, "name": None, "amount": "0.01", "at": "2024-06-30T23:59:59.500000+00:00"},
+                {"id": 3, "name": "Ann", "amount": None, "at": None},
+            ],
+        ),
+        (
+            "json",
+            JSON_TEXT,
+            {"schema": "id INT, user STRUCT<name: STRING, roles: ARRAY<STRING>>, score DOUBLE"},
+            [
+                {"id": 1, "user": {"name": "a", "roles": ["x", "y"]}, "score": 1.5},
+                {"id": 2, "user": None, "score": None},
+                {"id": 3, "user": {"name": "c", "roles": []}, "score": -2.0},
+            ],
+        ),
+    ],
+)
+async def test_text_formats_mapped(
+    fmt: str,
+    text: str,
+    extra: dict[str, str],
+    expected: list[dict[str, Any]],
+    tmp_path: Path,
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
+) -> None:
+    topic, offsets = await topic_factory(), await topic_factory(compacted=True)
+    (tmp_path / f"data.{fmt}").write_text(text)
+    config = _config(tmp_path, topic, format=fmt, **{"key.columns": "id,name"} | extra)
+    if fmt == "json":
+        config["key.columns"] = "id"
+    await run_task(config, client_config=client_config, offsets_topic=offsets, connector=fmt)
+    got = await output(client_config, topic)
+    assert [value for _, value, _ in got] == expected
+    if fmt == "csv":
+        assert got[0][0] == {"id": 1, "name": "Smith, Jo"}
+
+
+def _ids(got: list[tuple[Any, Any, dict[str, bytes]]]) -> Counter[int]:
+    return Counter(value["id"] for _, value, _ in got)
+
+
+async def test_resume_after_crashes_mid_file_exactly_once(
+    spark: Any, tmp_path: Path, client_config: ClientConfig, topic_factory: TopicFactory
+) -> None:
+    """A 60 000-row file read in range pieces of 8 000 rows; the task dies in the middle of
+    a transaction four times and resumes from the committed row each time."""
+    topic, offsets = await topic_factory(), await topic_factory(compacted=True)
+    spark.range(60_000).selectExpr("id", "uuid() AS u").coalesce(1).write.option(
+        "parquet.block.size", 256 * 1024
+    ).parquet(str(tmp_path / "big"))
+    config = _config(
+        tmp_path / "big", topic, **{"max.buffered.rows": "8000", "batch.rows": "3000"}
+    )
+    common: dict[str, Any] = {
+        "client_config": client_config,
+        "offsets_topic": offsets,
+        "connector": "big",
+    }
+    for crash_after in (1, 0, 3, 2):
+        run = await run_task(config, crash_after=crash_after, **common)
+        assert run.batches == crash_after
+    await run_task(config, **common)
+    ids = _ids(await output(client_config, topic))
+    assert sorted(ids) == list(range(60_000))
+    assert max(ids.values()) == 1
+
+
+async def test_files_spread_over_tasks_and_new_files_picked_up(
+    tmp_path: Path, client_config: ClientConfig, topic_factory: TopicFactory
+) -> None:
+    topic, offsets = await topic_factory(partitions=2), await topic_factory(compacted=True)
+    data = tmp_path / "landing"
+    generate_sample_dataset(data, 4_000, files=4)
+    configs = [
+        _config(data, topic, **{"task.index": str(i), "task.count": "2"}) for i in range(2)
+    ]
+    common: dict[str, Any] = {"client_config": client_config, "offsets_topic": offsets}
+    runs = {}
+
+    async def task(i: int) -> None:
+        runs[i] = await run_task(
+            configs[i], connector="spread", task_id=i, until_idle=False, max_seconds=25, **common
+        )
+
+    async def drop_files() -> None:
+        await anyio.sleep(3)
+        await anyio.to_thread.run_sync(
+            lambda: generate_sample_dataset(data, 3_000, files=3, first_id=4_000)
+        )
+
+    with pytest.raises(TimeoutError):  # the tasks run until stopped: 25 s
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(task, 0)
+            tg.start_soon(task, 1)
+            tg.start_soon(drop_files)
+    got = await output(client_config, topic)
+    ids = _ids(got)
+    assert sorted(ids) == list(range(7_000))
+    assert max(ids.values()) == 1
+    files = sorted(str(p) for p in data.glob("*.parquet"))
+    assert len(files) == 7
+    by_file: dict[str, set[int]] = {}
+    for _, _, headers in got:
+        path = headers["eos.spark.file"].decode()
+        by_file.setdefault(path, set()).add(owner_of(path, 2))
+    assert len(by_file) == 7
+    assert all(len(owners) == 1 for owners in by_file.values())
+
+
+async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
+    resources = spark_resources()
+    data = tmp_path / "d"
+    (data).mkdir()
+    (data / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
+    offsets = MemoryOffsets()
+    config = _config(data, "t", format="json", **{"poll.interval.ms": "1"})
+
+    async def drain() -> list[Any]:
+        task = SparkSourceTask()
+        await task.start(config, SourceTaskContext("c", 0, offsets, resources))
+        out: list[Any] = []
+        try:
+            for _ in range(6):
+                records = await task.poll() or []
+                offsets.commit(records)
+                out.extend(r.value for r in records)
+                if not records and task.idle:
+                    break
+            # the file changes after it was read; the running task reports it once
+            (data / "a.json").write_text('{"id": 1}\n{"id": 2}\n{"id": 3}\n')
+            os.utime(data / "a.json", (time.time() + 5, time.time() + 5))
+            for _ in range(3):
+                out.extend(r.value for r in await task.poll() or [])
+            assert task.changed_files == 1
+        finally:
+            await task.stop()
+        return out
+
+    assert await drain() == [{"id": 1}, {"id": 2}]
+    # a restarted task sees the committed size/mtime differ: reported, not re-read
+    task = SparkSourceTask()
+    await task.start(config, SourceTaskContext("c", 0, offsets, resources))
+    try:
+        assert await task.poll() is None
+        assert task.changed_files == 1
+    finally:
+        await task.stop()
+
+
+async def test_python_holds_bounded_rows_and_loop_stays_responsive(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Reading 150 000 rows: polls return at most batch.rows, Arrow batches at most half of
+    max.buffered.rows, and the event loop never stalls while Spark works in threads."""
+    from services.connectors.spark import arrow_stream
+
+    spark.range(150_000).selectExpr("id", "repeat('x', 100) AS pad").coalesce(1).write.parquet(
+        str(tmp_path / "p")
+    )
+    seen: list[int] = []
+    original = arrow_stream._ArrowRowStream.next_rows
+
+    def spy(self: Any, limit: int) -> list[dict[str, Any]]:
+        rows = original(self, limit)
+        seen.append(len(rows) + len(self._pending))
+        return rows
+
+    resources = LocalResources(spark_resources().settings, threads=2)
+    resources._objects = spark_resources()._objects  # the same worker session
+    config = _config(tmp_path / "p", "t", **{"max.buffered.rows": "20000", "batch.rows": "20000"})
+    task = SparkSourceTask()
+    await task.start(config, SourceTaskContext("c", 0, MemoryOffsets(), resources))
+    lags: list[float] = []
+    total = 0
+
+    async def probe() -> None:
+        while True:
+            before = time.perf_counter()
+            await anyio.sleep(0.01)
+            lags.append(time.perf_counter() - before - 0.01)
+
+    arrow_stream._ArrowRowStream.next_rows = spy  # type: ignore[method-assign]
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe)
+            while total < 150_000:
+                records = await task.poll() or []
+                assert len(records) <= 10_000
+                total += len(records)
+            tg.cancel_scope.cancel()
+    finally:
+        arrow_stream._ArrowRowStream.next_rows = original  # type: ignore[method-assign]
+        await task.stop()
+    assert total == 150_000
+    assert max(seen) <= 10_000
+    assert resources.blocking_calls >= 15
+    assert max(lags) < 0.5, f"event loop stalled {max(lags):.3f}s"
+    json.dumps(lags)  # plain floats

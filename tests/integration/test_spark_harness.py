@@ -1,0 +1,221 @@
+"""Test doubles for running SparkSource tasks without the eos runtime, and their checks.
+
+- :class:`LocalResources`: a :class:`~eos.api.WorkerResources` with a real bounded
+  thread pool and a shared-object registry; one Spark session (``local[2]``) per
+  test process (:func:`spark_resources`).
+- :class:`KafkaOffsets`: an offset reader over an offsets topic (read_committed),
+  in the runtime's format: key ``[connector, partition]``, value the offset.
+- :func:`run_task`: the exactly-once loop of SPEC §6 in miniature: each non-empty
+  poll is one transaction holding the records and the latest offset of each source
+  partition; ``crash_after`` stops in the middle of a transaction without
+  committing, as a SIGKILL would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from eos.api import SourcePartition, SourceRecord, SourceTaskContext
+from eos.kafka import ClientConfig, make_producer, read_to_end
+from services.connectors.spark import SparkSourceTask
+from tests.conftest import TopicFactory
+
+T = TypeVar("T")
+pytestmark = pytest.mark.integration
+
+SPARK_SETTINGS = {
+    "spark.master": "local[2]",
+    "spark.app.name": "eos-tests",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.driver.memory": "1g",
+}
+
+
+class LocalResources:
+    def __init__(self, settings: Mapping[str, str], threads: int = 4) -> None:
+        self._settings = dict(settings)
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._objects: dict[str, tuple[Any, Callable[[Any], None]]] = {}
+        self.blocking_calls = 0
+
+    @property
+    def settings(self) -> Mapping[str, str]:
+        return self._settings
+
+    def shared(self, key: str, factory: Callable[[], T], close: Callable[[T], None]) -> T:
+        if key not in self._objects:
+            self._objects[key] = (factory(), close)
+        obj: T = self._objects[key][0]
+        return obj
+
+    async def run_blocking(self, func: Callable[..., T], *args: Any) -> T:
+        self.blocking_calls += 1
+        return await anyio.to_thread.run_sync(func, *args, limiter=self._limiter)
+
+    def close(self) -> None:
+        objects, self._objects = self._objects, {}
+        for obj, close in objects.values():
+            close(obj)
+
+
+_resources: LocalResources | None = None
+
+
+def spark_resources() -> LocalResources:
+    """The test process's resources; the Spark session starts on first use."""
+    global _resources
+    if _resources is None:
+        warehouse = tempfile.mkdtemp(prefix="eos-spark-warehouse-")
+        _resources = LocalResources(
+            {**SPARK_SETTINGS, "spark.sql.warehouse.dir": warehouse}, threads=4
+        )
+        atexit.register(_resources.close)
+    return _resources
+
+
+def session_of(resources: LocalResources) -> Any:
+    from services.connectors.spark.session import worker_session
+
+    return worker_session(resources)
+
+
+class MemoryOffsets:
+    """Offsets kept in a dict (for tests that need no Kafka)."""
+
+    def __init__(self, offsets: Mapping[str, dict[str, Any]] | None = None) -> None:
+        self.data: dict[str, dict[str, Any]] = dict(offsets or {})
+
+    async def offset(self, partition: SourcePartition) -> dict[str, Any] | None:
+        return self.data.get(json.dumps(partition, sort_keys=True))
+
+    async def offsets(self, partitions: Sequence[SourcePartition]) -> list[dict[str, Any] | None]:
+        return [await self.offset(p) for p in partitions]
+
+    def commit(self, records: Sequence[SourceRecord]) -> None:
+        for record in records:
+            if record.source_offset is not None:
+                key = json.dumps(record.source_partition, sort_keys=True)
+                self.data[key] = dict(record.source_offset)
+
+
+class KafkaOffsets:
+    def __init__(self, config: ClientConfig, topic: str, connector: str) -> None:
+        self._config, self._topic, self._connector = config, topic, connector
+
+    async def offset(self, partition: SourcePartition) -> dict[str, Any] | None:
+        return (await self.offsets([partition]))[0]
+
+    async def offsets(self, partitions: Sequence[SourcePartition]) -> list[dict[str, Any] | None]:
+        latest: dict[str, dict[str, Any] | None] = {}
+        for record in await read_to_end(self._config, self._topic, timeout=30):
+            assert record.key is not None
+            connector, partition = json.loads(record.key)
+            if connector == self._connector:
+                key = json.dumps(partition, sort_keys=True)
+                latest[key] = None if record.value is None else json.loads(record.value)
+        return [latest.get(json.dumps(p, sort_keys=True)) for p in partitions]
+
+
+def _json(value: Any) -> bytes | None:
+    return None if value is None else json.dumps(value, separators=(",", ":")).encode()
+
+
+class Crash(Exception):
+    """Raised inside a transaction to leave it open, as a killed process would."""
+
+
+@dataclass
+class TaskRun:
+    batches: int = 0
+    records: int = 0
+    partitions: set[str] = field(default_factory=set)
+
+
+async def run_task(
+    config: Mapping[str, str],
+    *,
+    client_config: ClientConfig,
+    offsets_topic: str,
+    connector: str,
+    task_id: int = 0,
+    resources: LocalResources | None = None,
+    crash_after: int | None = None,
+    until_idle: bool = True,
+    max_seconds: float = 120,
+) -> TaskRun:
+    """Run one task until it is idle (or crash after ``crash_after`` committed batches)."""
+    resources = resources or spark_resources()
+    task = SparkSourceTask()
+    reader = KafkaOffsets(client_config, offsets_topic, connector)
+    context = SourceTaskContext(connector, task_id, reader, resources)
+    run = TaskRun()
+    producer = make_producer(client_config, transactional_id=f"{connector}-{task_id}")
+    await producer.start()
+    await task.start(config, context)
+    try:
+        with anyio.fail_after(max_seconds):
+            while True:
+                records = await task.poll()
+                if not records:
+                    if until_idle and task.idle:
+                        return run
+                    continue
+                await producer.begin_transaction()
+                latest: dict[str, tuple[SourcePartition, Any]] = {}
+                for r in records:
+                    await producer.send(
+                        r.topic,
+                        value=_json(r.value),
+                        key=_json(r.key),
+                        headers=list(r.headers),
+                        timestamp_ms=r.timestamp,
+                    )
+                    key = json.dumps(r.source_partition, sort_keys=True)
+                    latest[key] = (r.source_partition, r.source_offset)
+                    run.partitions.add(key)
+                for partition, offset in latest.values():
+                    await producer.send(
+                        offsets_topic, key=_json([connector, partition]), value=_json(offset)
+                    )
+                if crash_after is not None and run.batches >= crash_after:
+                    await producer.flush()
+                    raise Crash()
+                await producer.commit_transaction()
+                run.batches += 1
+                run.records += len(records)
+    except Crash:
+        return run
+    finally:
+        await task.stop()
+        await producer.stop()
+
+
+async def output(config: ClientConfig, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
+    """(key, value, headers) of every committed record of ``topic``, JSON-decoded."""
+    return [
+        (
+            None if r.key is None else json.loads(r.key),
+            None if r.value is None else json.loads(r.value),
+            dict(r.headers),
+        )
+        for r in await read_to_end(config, topic, timeout=30)
+    ]
+
+
+# -------------------------------------------------------------- self-checks
+
+
+async def test_memory_offsets_keep_latest() -> None:
+    offsets = MemoryOffsets()
+    record = SourceRecord({"file": "a"}, {"row": 3}, "t", None)
+    offsets.commit([record, SourceRecord({"file": "a"}, {"row": 4}, "t", None)])
+    assert await offsets.offsets([{"file": "a"}, {"file": "b"}]) == [{"row": 4}, None]
