@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import errors as kerrors
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
 from aiokafka.helpers import create_ssl_context
@@ -31,6 +32,13 @@ from aiokafka.helpers import create_ssl_context
 from eos.errors import ConfigError
 
 log = structlog.get_logger(__name__)
+
+FENCED_ERRORS: tuple[type[Exception], ...] = (
+    kerrors.ProducerFenced,
+    kerrors.InvalidProducerEpoch,
+)
+"""What aiokafka raises when a newer producer with our transactional id (or a
+broker-side transaction timeout) fenced ours: never retried."""
 
 Converter = Callable[[str], Any]
 

@@ -23,6 +23,7 @@ from aiokafka import errors as kerrors
 
 from eos.api import SourceRecord, SourceTask
 from eos.errors import EosError, FencedError, TaskError, TransactionTimedOut
+from eos.kafka.clients import FENCED_ERRORS
 from eos.runtime.boundaries import (
     Action,
     BoundaryPolicy,
@@ -32,10 +33,9 @@ from eos.runtime.boundaries import (
     TransactionRequests,
 )
 from eos.runtime.observer import AbortReason
-from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec, wait_sent
+from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec
 
 T = TypeVar("T")
-_FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
 
 
 def transactional_id(group_id: str, connector: str, task_id: int) -> str:
@@ -131,8 +131,8 @@ class ExactlyOnceTask(SourceTaskRunner):
         except EosError:
             raise
         except kerrors.KafkaError as exc:
-            await self._raise_send_failure(batch)
             self.deps.observer.offset_commit_failed()
+            self._check_sent()  # a failed batch explains the failed commit best
             raise TaskError(f"committing the transaction failed: {exc!r}") from exc
         self._inflight = self.new_inflight()
         open_for = self.deps.clock.monotonic() - batch.opened_at
@@ -166,14 +166,10 @@ class ExactlyOnceTask(SourceTaskRunner):
         for key, value in batch.offsets.records():
             await self._call(self._producer.send(self.deps.offsets_topic, key=key, value=value))
 
-    async def _raise_send_failure(self, batch: InFlight) -> None:
-        done = InFlight(batch.offsets, batches=[(r, f) for r, f in batch.batches if f.done()])
-        await wait_sent(done)
-
     async def _call(self, step: Awaitable[T]) -> T:
         try:
             return await step
-        except _FENCED as exc:
+        except FENCED_ERRORS as exc:
             raise self.fenced_error(exc) from exc
 
     def fenced_error(self, exc: BaseException) -> EosError:

@@ -34,11 +34,10 @@ from typing import Any, Protocol
 import anyio
 import structlog
 from aiokafka import AIOKafkaProducer
-from aiokafka import errors as kerrors
 
 from eos.api import SourceRecord, SourceTask, SourceTaskContext
 from eos.errors import ConversionError, EosError, FencedError, TaskError
-from eos.kafka.clients import ClientConfig
+from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.runtime.boundaries import Action
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
@@ -46,8 +45,6 @@ from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
 from eos.runtime.sending import KeyPartitioner, Outgoing, SendFailed, Sent, send_segment
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
-
-_FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
 
 StatusSink = Callable[[str, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
@@ -179,6 +176,9 @@ class SourceTaskRunner(ABC):
             await self._set_state("UNASSIGNED")
         except FencedError:
             raise
+        except anyio.get_cancelled_exc_class():
+            await self._shielded(self.abandon("shutdown"), "abort at hard stop")
+            raise
         except BaseException:
             await self._shielded(self.abandon("error"), "abort after failure")
             raise
@@ -242,10 +242,23 @@ class SourceTaskRunner(ABC):
                 return
             error = None if future.cancelled() else future.exception()
             if error is not None:
-                if isinstance(error, _FENCED):
-                    raise self.fenced_error(error) from error
-                raise ConversionError(f"{_where(record)} could not be sent: {error!r}") from error
+                raise self.send_error(record, error) from error
             inflight.checked += 1
+
+    async def wait_sent(self, inflight: InFlight) -> None:
+        """Wait until every batch in flight is acknowledged; raise for the first failure."""
+        for record, future in inflight.batches:
+            try:
+                await future
+            except Exception as exc:
+                raise self.send_error(record, exc) from exc
+
+    def send_error(self, record: SourceRecord, error: BaseException) -> EosError:
+        """The error a failed send becomes: fenced (a zombie, or a timed-out transaction)
+        or a failure naming the record."""
+        if isinstance(error, FENCED_ERRORS):
+            return self.fenced_error(error)
+        return ConversionError(f"{_where(record)} could not be sent: {error!r}")
 
     async def _send(self, segment: list[Outgoing]) -> None:
         assert self._producer is not None
@@ -256,11 +269,7 @@ class SourceTaskRunner(ABC):
                 self._producer, self._partitioner, segment, per_record=self._per_record
             )
         except SendFailed as failed:
-            if isinstance(failed.cause, _FENCED):
-                raise self.fenced_error(failed.cause) from failed.cause
-            raise ConversionError(
-                f"{_where(failed.record)} could not be sent: {failed.cause!r}"
-            ) from failed.cause
+            raise self.send_error(failed.record, failed.cause) from failed.cause
         self.deps.observer.records_written(len(segment), sum(o.nbytes for o in segment))
         inflight = self._inflight
         if inflight.opened_at is None:
@@ -318,11 +327,11 @@ class SourceTaskRunner(ABC):
         # flushes anyway, so a short linger only fills batches, it adds no latency.
         defaults = {"linger.ms": "5", "batch.size": "65536"}
         config = config.with_overrides(producer={**defaults, **config.producer})
-        producer = _make_producer(config, fixed)
+        producer = make_producer(config, **fixed)
         self._producer = producer
         try:
             await producer.start()
-        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch) as exc:
+        except FENCED_ERRORS as exc:
             raise self.fenced_error(exc) from exc
 
     async def _close_producer(self) -> None:
@@ -375,23 +384,6 @@ def _where(record: SourceRecord) -> str:
     )
 
 
-def _make_producer(config: ClientConfig, fixed: Mapping[str, Any]) -> AIOKafkaProducer:
-    from eos.kafka.clients import make_producer
-
-    return make_producer(config, **fixed)
-
-
-async def wait_sent(inflight: InFlight) -> None:
-    """Wait until every record in flight is acknowledged; raise for the first failure."""
-    for record, future in inflight.batches:
-        try:
-            await future
-        except (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch):
-            raise
-        except Exception as exc:
-            raise ConversionError(f"{_where(record)} could not be sent: {exc!r}") from exc
-
-
 class AtLeastOnceTask(SourceTaskRunner):
     """Idempotent producer; offsets flushed every ``offset.flush.interval.ms``
     after every record they cover was acknowledged. A crash between a send and
@@ -426,7 +418,7 @@ class AtLeastOnceTask(SourceTaskRunner):
         assert self._producer is not None
         started = time.perf_counter()
         try:
-            await wait_sent(batch)
+            await self.wait_sent(batch)
             futures = [
                 await self._producer.send(self.deps.offsets_topic, key=k, value=v)
                 for k, v in batch.offsets.records()

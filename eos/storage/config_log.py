@@ -54,10 +54,9 @@ from typing import Any
 import anyio
 import structlog
 from aiokafka import AIOKafkaProducer
-from aiokafka import errors as kerrors
 
 from eos.errors import FencedError, RetriableError
-from eos.kafka.clients import ClientConfig, make_producer
+from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.storage._store import (
     Record,
     TopicStore,
@@ -70,7 +69,6 @@ from eos.storage._store import (
 log = structlog.get_logger(__name__)
 
 _STORE = "config"
-_FENCED = (kerrors.ProducerFenced, kerrors.InvalidProducerEpoch)
 _ABORT_TIMEOUT = 10.0  # bound on cleanup (abort, stop) after a failed write; not a setting
 
 
@@ -522,7 +520,7 @@ class ConfigLog(TopicStore[ConfigState]):
                     await producer.begin_transaction()
                     metadata = await producer.send_and_wait(self.topic, value, key=key, partition=0)
                     await producer.commit_transaction()
-            except _FENCED as exc:
+            except FENCED_ERRORS as exc:
                 self._fenced = True
                 await self._drop_producer()
                 self._log.warning("config topic writer fenced: another leader took over")
