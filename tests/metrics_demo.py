@@ -3,6 +3,7 @@ small cluster would, and (run as a script) a PNG of a dashboard panel rendered f
 what a real Prometheus scraped of it.
 
     .venv/bin/python -m tests.metrics_demo [--seconds 120] [--out docs/dashboard-panel.png]
+    .venv/bin/python -m tests.metrics_demo --worker 127.0.0.1:9092   # from a real worker
 
 The script serves the workload's registry with :func:`metrics.serve_metrics`,
 starts Prometheus (tests/prometheus_server.py) scraping it every second, waits,
@@ -215,13 +216,67 @@ async def _main(seconds: float, out: Path, title: str) -> None:
     print(f"wrote {out} ({len(series)} series, {seconds:.0f}s of data)")
 
 
+def demo_connectors(run: str) -> list[dict[str, str]]:
+    """Two VerifiableSource connectors: one commits per poll, one aborts now and then."""
+    common = {"connector.class": "VerifiableSource", "records.per.partition": "0"}
+    return [
+        {**common, "name": "orders", "topic": f"orders-{run}", "tasks.max": "2",
+         "throughput": "1500", "batch.size": "200"},
+        {**common, "name": "clicks", "topic": f"clicks-{run}", "tasks.max": "1",
+         "throughput": "1000", "transaction.boundary": "connector",
+         "commit.every.records": "300", "abort.every.transactions": "4"},
+    ]  # fmt: skip
+
+
+async def _main_worker(bootstrap: str, seconds: float, out: Path, title: str) -> None:
+    """The same panel, from a real eos worker scraped by a real Prometheus."""
+    from functools import partial
+
+    from eos.config.worker import WorkerConfig
+    from services.dev_kafka import free_ports
+    from services.worker_service import run_worker
+
+    run = f"demo-{int(time.time())}"
+    (port,) = free_ports(1)
+    settings = WorkerConfig.from_properties(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": run,
+            "config.storage.topic": f"{run}-configs",
+            "offset.storage.topic": f"{run}-offsets",
+            "status.storage.topic": f"{run}-status",
+            "listeners": f"http://127.0.0.1:{port}",
+        }
+    )
+    with tempfile.TemporaryDirectory() as workdir:
+        async with anyio.create_task_group() as tg:
+            worker = await tg.start(partial(run_worker, settings, demo_connectors(run)))
+            prom = await anyio.to_thread.run_sync(
+                lambda: start_prometheus([f"127.0.0.1:{port}"], Path(workdir))
+            )
+            try:
+                await prom.targets_up()
+                start = time.time()
+                await anyio.sleep(seconds)
+                series = await panel_series(prom, title, start + 30, time.time())
+            finally:
+                prom.stop()
+                worker.stop()
+    render(series, title, out)
+    print(f"wrote {out} ({len(series)} series, {seconds:.0f}s of a real worker)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "dashboard-panel.png")
     parser.add_argument("--panel", default="Transactions / s")
+    parser.add_argument("--worker", metavar="BOOTSTRAP", help="scrape a real worker on this Kafka")
     args = parser.parse_args()
-    anyio.run(_main, args.seconds, args.out, args.panel)
+    if args.worker:
+        anyio.run(_main_worker, args.worker, args.seconds, args.out, args.panel)
+    else:
+        anyio.run(_main, args.seconds, args.out, args.panel)
 
 
 if __name__ == "__main__":
