@@ -1,0 +1,52 @@
+"""The layering of DESIGN §2, enforced: services → eos, metrics; metrics → eos.api and
+the runtime's observer port at most; eos imports neither services, metrics nor pyspark;
+bundled connectors import only eos.api from eos."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def imports(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def offenders(folder: str, allowed: str) -> list[str]:
+    found = []
+    for path in modules(folder):
+        for name in imports(path):
+            top = name.split(".")[0]
+            if top in ("eos", "services", "metrics", "pyspark") and not _allowed(name, allowed):
+                found.append(f"{path.relative_to(REPO)} imports {name}")
+    return found
+
+
+def _allowed(name: str, allowed: str) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in allowed.split())
+
+
+@pytest.mark.parametrize(
+    ("folder", "allowed"),
+    [
+        ("eos", "eos"),
+        ("metrics", "metrics eos.api eos.runtime.observer"),
+        ("services/connectors", "eos.api services.connectors pyspark"),
+    ],
+)
+def test_layers(folder: str, allowed: str) -> None:
+    assert modules(folder), folder
+    assert offenders(folder, allowed) == []
