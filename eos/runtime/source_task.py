@@ -413,7 +413,7 @@ class AtLeastOnceTask(SourceTaskRunner):
     async def _flush(self) -> None:
         self._last_flush = self.deps.clock.monotonic()
         batch, self._inflight = self._inflight, self.new_inflight()
-        if not batch.records:
+        if not batch.count:
             return
         assert self._producer is not None
         started = time.perf_counter()

@@ -8,7 +8,6 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import (
     LocalResources,
     MemoryOffsets,
+    Progress,
+    TaskRun,
     output,
     run_task,
     session_of,
@@ -35,8 +36,8 @@ UTC = datetime.UTC
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    yield session_of(spark_resources())
+def spark() -> Any:
+    return session_of(spark_resources())
 
 
 def _config(path: Path | str, topic: str, **extra: str) -> dict[str, str]:
@@ -67,8 +68,23 @@ TYPE_ROWS: list[tuple[Any, ...]] = [
         {3: datetime.date(2000, 1, 1)},
         None,
     ),
-    (2, None, False, float("nan"), decimal.Decimal("-0.001"), None, None, None, None, None,
-     [], None, {}, None, None),
+    (
+        2,
+        None,
+        False,
+        float("nan"),
+        decimal.Decimal("-0.001"),
+        None,
+        None,
+        None,
+        None,
+        None,
+        [],
+        None,
+        {},
+        None,
+        None,
+    ),
 ]
 TYPE_EXPECTED = [
     {
@@ -79,7 +95,7 @@ TYPE_EXPECTED = [
         "price": "12.300",
         "day": "2024-02-29",
         "ts": "2024-02-29T12:30:01.123456+00:00",
-        "local_ts": "2024-02-29T12:30:01",
+        "local_ts": "2024-02-29T12:30:01.000000",
         "raw": "AP9lb3M=",
         "note": "zoë",
         "tags": ["a", None],
@@ -148,7 +164,12 @@ JSON_TEXT = (
                 "schema": "id INT, name STRING, amount DECIMAL(10,2), at TIMESTAMP",
             },
             [
-                {"id": 1, "name": "Smith, Jo", "amount": "10.50", "at": "2024-01-01T00:00:00+00:00"},
+                {
+                    "id": 1,
+                    "name": "Smith, Jo",
+                    "amount": "10.50",
+                    "at": "2024-01-01T00:00:00.000000+00:00",
+                },
                 {"id": 2, "name": None, "amount": "0.01", "at": "2024-06-30T23:59:59.500000+00:00"},
                 {"id": 3, "name": "Ann", "amount": None, "at": None},
             ],
@@ -164,6 +185,7 @@ JSON_TEXT = (
             ],
         ),
     ],
+    ids=["csv", "json"],
 )
 async def test_text_formats_mapped(
     fmt: str,
@@ -199,9 +221,7 @@ async def test_resume_after_crashes_mid_file_exactly_once(
     spark.range(60_000).selectExpr("id", "uuid() AS u").coalesce(1).write.option(
         "parquet.block.size", 256 * 1024
     ).parquet(str(tmp_path / "big"))
-    config = _config(
-        tmp_path / "big", topic, **{"max.buffered.rows": "8000", "batch.rows": "3000"}
-    )
+    config = _config(tmp_path / "big", topic, **{"max.buffered.rows": "8000", "batch.rows": "3000"})
     common: dict[str, Any] = {
         "client_config": client_config,
         "offsets_topic": offsets,
@@ -222,28 +242,28 @@ async def test_files_spread_over_tasks_and_new_files_picked_up(
     topic, offsets = await topic_factory(partitions=2), await topic_factory(compacted=True)
     data = tmp_path / "landing"
     generate_sample_dataset(data, 4_000, files=4)
-    configs = [
-        _config(data, topic, **{"task.index": str(i), "task.count": "2"}) for i in range(2)
-    ]
+    configs = [_config(data, topic, **{"task.index": str(i), "task.count": "2"}) for i in range(2)]
     common: dict[str, Any] = {"client_config": client_config, "offsets_topic": offsets}
-    runs = {}
+    progress = Progress()
+    runs = [TaskRun(progress=progress), TaskRun(progress=progress)]
+    stop = anyio.Event()
 
     async def task(i: int) -> None:
-        runs[i] = await run_task(
-            configs[i], connector="spread", task_id=i, until_idle=False, max_seconds=25, **common
-        )
+        await run_task(configs[i], connector="spread", task_id=i, stop=stop, run=runs[i], **common)
 
-    async def drop_files() -> None:
-        await anyio.sleep(3)
+    async def drop_files_then_stop() -> None:
+        await progress.wait_until(lambda: sum(r.records for r in runs) >= 4_000)
         await anyio.to_thread.run_sync(
             lambda: generate_sample_dataset(data, 3_000, files=3, first_id=4_000)
         )
+        await progress.wait_until(lambda: sum(r.records for r in runs) >= 7_000)
+        stop.set()
 
-    with pytest.raises(TimeoutError):  # the tasks run until stopped: 25 s
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(task, 0)
-            tg.start_soon(task, 1)
-            tg.start_soon(drop_files)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(task, 0)
+        tg.start_soon(task, 1)
+        tg.start_soon(drop_files_then_stop)
+    assert not runs[0].partitions & runs[1].partitions
     got = await output(client_config, topic)
     ids = _ids(got)
     assert sorted(ids) == list(range(7_000))

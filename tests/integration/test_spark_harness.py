@@ -26,7 +26,6 @@ import pytest
 from eos.api import SourcePartition, SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig, make_producer, read_to_end
 from services.connectors.spark import SparkSourceTask
-from tests.conftest import TopicFactory
 
 T = TypeVar("T")
 pytestmark = pytest.mark.integration
@@ -133,11 +132,33 @@ class Crash(Exception):
     """Raised inside a transaction to leave it open, as a killed process would."""
 
 
+class Progress:
+    """Lets a test wait until committed work satisfies a condition."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = anyio.Event()
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 60) -> None:
+        with anyio.fail_after(timeout):
+            while not condition():
+                await self._event.wait()
+
+
 @dataclass
 class TaskRun:
     batches: int = 0
     records: int = 0
     partitions: set[str] = field(default_factory=set)
+    progress: Progress = field(default_factory=Progress)
+
+    def committed(self, records: int) -> None:
+        self.batches += 1
+        self.records += records
+        self.progress.notify()
 
 
 async def run_task(
@@ -149,15 +170,17 @@ async def run_task(
     task_id: int = 0,
     resources: LocalResources | None = None,
     crash_after: int | None = None,
-    until_idle: bool = True,
+    stop: anyio.Event | None = None,
+    run: TaskRun | None = None,
     max_seconds: float = 120,
 ) -> TaskRun:
-    """Run one task until it is idle (or crash after ``crash_after`` committed batches)."""
+    """Run one task until it is idle, or until ``stop`` is set when given; crash (leave
+    a transaction open) after ``crash_after`` committed batches."""
     resources = resources or spark_resources()
     task = SparkSourceTask()
     reader = KafkaOffsets(client_config, offsets_topic, connector)
     context = SourceTaskContext(connector, task_id, reader, resources)
-    run = TaskRun()
+    run = run or TaskRun()
     producer = make_producer(client_config, transactional_id=f"{connector}-{task_id}")
     await producer.start()
     await task.start(config, context)
@@ -165,8 +188,10 @@ async def run_task(
         with anyio.fail_after(max_seconds):
             while True:
                 records = await task.poll()
+                if stop is not None and stop.is_set():
+                    return run
                 if not records:
-                    if until_idle and task.idle:
+                    if stop is None and task.idle:
                         return run
                     continue
                 await producer.begin_transaction()
@@ -190,8 +215,7 @@ async def run_task(
                     await producer.flush()
                     raise Crash()
                 await producer.commit_transaction()
-                run.batches += 1
-                run.records += len(records)
+                run.committed(len(records))
     except Crash:
         return run
     finally:

@@ -336,3 +336,23 @@ async def test_file_source_exactly_once_and_new_lines(
         await w.wait_for_tasks("files", "RUNNING", 2)
         await anyio.sleep(1.5)
     assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]
+
+
+async def test_at_least_once_flushes_offsets_of_any_task(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """FileSource keeps the default commit_record: its offsets must still be flushed, so
+    a graceful restart in at-least-once mode re-reads nothing."""
+    group, topic = unique_name("g"), unique_name("lines")
+    (tmp_path / "a.log").write_text("".join(f"line {n}\n" for n in range(50)))
+    wprops = worker_props(bootstrap, group, exactly_once_source_support="disabled")
+    props = {"name": "files", "connector.class": "FileSource", "topic": topic,
+             "path": str(tmp_path / "*.log"), "poll.interval.ms": "200"}  # fmt: skip
+    for _ in range(2):
+        async with running_worker(wprops, [props]) as w:
+            await w.wait_for_tasks("files", "RUNNING", 1)
+            await anyio.sleep(2)
+    assert len(await read_to_end(client_config, topic)) == 50

@@ -70,10 +70,13 @@ class _ArrowRowStream:
     def close(self) -> None:
         self._pending = []
         self._done = True
-        iterable, self._iterable = self._iterable, None
-        if iterable is not None:
-            # The iterable's finaliser drains the current partition and tells Spark to stop.
-            del iterable
+        messages, self._messages = self._messages, iter(())
+        close = getattr(messages, "close", None)
+        if close is not None:
+            close()  # the generator holds the iterable; let it go
+        # Dropping the last reference runs the iterable's finaliser (CPython: right
+        # here), which drains the current partition and tells Spark to stop serving.
+        self._iterable = None
 
 
 class _PickledRowStream:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from eos.api import OffsetStorageReader, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import RowStream, open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
-from services.connectors.spark.mapping import RecordMapper
+from services.connectors.spark.mapping import TIMESTAMP_COLUMN, RecordMapper, json_projection
 from services.connectors.spark.session import task_session
 
 if TYPE_CHECKING:
@@ -214,15 +214,16 @@ def open_file(
         ordered = remaining.coalesce(1).sortWithinPartitions(ROW_COLUMN)
     else:
         ordered = remaining.repartitionByRange(pieces, ROW_COLUMN).sortWithinPartitions(ROW_COLUMN)
+    projected, timestamp_source = json_projection(ordered, settings.timestamp_column)
     mapper = RecordMapper(
-        df.schema,
+        projected.schema,
         topic=settings.topic,
         topic_column=settings.topic_column,
         key_columns=settings.key_columns,
-        timestamp_column=settings.timestamp_column,
-        hidden=(ROW_COLUMN,),
+        timestamp_column=timestamp_source,
+        hidden=(ROW_COLUMN, TIMESTAMP_COLUMN),
     )
-    return FileCursor(file, start, start + count, open_arrow_stream(ordered), mapper)
+    return FileCursor(file, start, start + count, open_arrow_stream(projected), mapper)
 
 
 @dataclass

@@ -10,8 +10,8 @@ string, integral, boolean     as is
 float, double                 as is; NaN and ±infinity as "NaN", "Infinity", "-Infinity"
 decimal(p, s)                 string with exactly ``s`` decimals ("12.30"), never rounded
 date                          ISO-8601 date ("2024-02-29")
-timestamp                     ISO-8601 in UTC with zone ("2024-02-29T12:00:00.123456+00:00")
-timestamp_ntz                 ISO-8601 without zone ("2024-02-29T12:00:00")
+timestamp                     ISO-8601 with zone offset ("2024-02-29T12:00:00.123456+00:00")
+timestamp_ntz                 ISO-8601 without zone ("2024-02-29T12:00:00.000000")
 binary                        base64 string
 day-time interval             ISO-8601 duration ("P1DT2H3M4.5S")
 array                         list (elements mapped)
@@ -19,6 +19,11 @@ struct                        object (fields mapped)
 map                           object; non-string keys become their JSON text ("1", "true")
 null                          null
 ============================  ===============================================
+
+Top-level decimal, date, timestamp and binary columns are converted by Spark itself
+(:func:`json_projection`), which saves Python most of its work; a top-level
+timestamp is then written with the offset of the Spark session's time zone
+(``spark.sql.session.timeZone``; +00:00 on a UTC machine), a nested one in UTC.
 """
 
 from __future__ import annotations
@@ -29,13 +34,18 @@ import decimal
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
 from eos.api import SourceOffset, SourcePartition, SourceRecord
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
 Convert = Callable[[Any], Any]
+TIMESTAMP_COLUMN = "__eos_timestamp_ms"
+"""Hidden column :func:`json_projection` adds with ``timestamp.column`` in epoch ms."""
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
@@ -55,11 +65,11 @@ def _date(value: datetime.date) -> str:
 
 def _timestamp(value: datetime.datetime) -> str:
     # Arrow hands over aware UTC values; pickled rows naive local time (PySpark's choice).
-    return value.astimezone(datetime.UTC).isoformat()
+    return value.astimezone(datetime.UTC).isoformat(timespec="microseconds")
 
 
 def _timestamp_ntz(value: datetime.datetime) -> str:
-    return value.replace(tzinfo=None).isoformat()
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def _binary(value: bytes) -> str:
@@ -79,10 +89,7 @@ def _map_key(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _array(element: Convert | None) -> Convert:
-    if element is None:
-        return list
-    convert = element
+def _array(convert: Convert) -> Convert:
     return lambda values: [None if v is None else convert(v) for v in values]
 
 
@@ -128,7 +135,8 @@ def converter(data_type: T.DataType) -> Convert | None:
     if isinstance(data_type, T.DayTimeIntervalType):
         return _interval
     if isinstance(data_type, T.ArrayType):
-        return _array(converter(data_type.elementType))
+        element = converter(data_type.elementType)
+        return None if element is None else _array(element)
     if isinstance(data_type, T.MapType):
         return _map(converter(data_type.keyType), converter(data_type.valueType))
     if isinstance(data_type, T.StructType):
@@ -141,6 +149,61 @@ def converter(data_type: T.DataType) -> Convert | None:
     if isinstance(data_type, T.NullType):
         return None
     return str  # anything else (variant, year-month interval, user types): its text
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _in_spark(column: Column, data_type: T.DataType) -> Column | None:
+    """``column`` converted to its JSON form by Spark, or None to leave it to Python."""
+    from pyspark.sql import functions as F
+
+    if isinstance(data_type, T.DecimalType | T.DateType):
+        return column.cast("string")
+    if isinstance(data_type, T.TimestampNTZType):
+        return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+    if isinstance(data_type, T.TimestampType):
+        return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSxxx")
+    if isinstance(data_type, T.BinaryType):
+        return F.base64(column)
+    return None
+
+
+def _epoch_millis_in_spark(column: Column, data_type: T.DataType) -> Column | None:
+    from pyspark.sql import functions as F
+
+    if isinstance(data_type, T.TimestampType | T.TimestampNTZType):
+        return F.unix_millis(column.cast("timestamp"))
+    if isinstance(data_type, T.DateType):
+        return F.unix_date(column).cast("long") * 86_400_000
+    return None
+
+
+def json_projection(df: DataFrame, timestamp_column: str = "") -> tuple[DataFrame, str]:
+    """``df`` with its top-level decimal, date, timestamp and binary columns converted
+    to their JSON form by Spark, and the column the record timestamp is to be read
+    from (:data:`TIMESTAMP_COLUMN`, in epoch ms, when Spark computes it)."""
+    from pyspark.sql import functions as F
+
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if timestamp_column and timestamp_column not in fields:
+        raise ValueError(
+            f"setting 'timestamp.column' names column {timestamp_column!r}, which the data "
+            f"does not have (columns: {', '.join(fields)})"
+        )
+    columns = []
+    for name, data_type in fields.items():
+        column = F.col(_quoted(name))
+        converted = _in_spark(column, data_type)
+        columns.append(column if converted is None else converted.alias(name))
+    source = timestamp_column
+    if timestamp_column:
+        millis = _epoch_millis_in_spark(F.col(_quoted(timestamp_column)), fields[timestamp_column])
+        if millis is not None:
+            columns.append(millis.alias(TIMESTAMP_COLUMN))
+            source = TIMESTAMP_COLUMN
+    return df.select(*columns), source
 
 
 def epoch_millis(value: Any) -> int | None:

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from eos.api import OffsetStorageReader, SourcePartition, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
-from services.connectors.spark.mapping import RecordMapper, converter
+from services.connectors.spark.mapping import (
+    TIMESTAMP_COLUMN,
+    RecordMapper,
+    converter,
+    json_projection,
+)
 from services.connectors.spark.session import task_session
 
 if TYPE_CHECKING:
@@ -101,7 +106,6 @@ class TableReader:
                 f"not have (columns: {', '.join(df.columns)})"
             )
         data_type = df.schema[column].dataType
-        to_json = converter(data_type)
 
         def literal(value: Any) -> Column:
             return F.lit(value).cast(data_type)
@@ -110,7 +114,12 @@ class TableReader:
         if self._last is not None:
             above = above & (F.col(column) > literal(self._last))
         limit = s.rows_per_poll
-        rows = _drain(df.filter(above).orderBy(F.col(column).asc()).limit(limit))
+        batch, timestamp_source = json_projection(
+            df.filter(above).orderBy(F.col(column).asc()).limit(limit), s.timestamp_column
+        )
+        # the column's values as JSON: what offsets hold and literals are cast back from
+        to_json = converter(batch.schema[column].dataType)
+        rows = _drain(batch)
         if rows and not s.incrementing_unique and len(rows) == limit:
             tied = rows[-1][column]
             before = [r for r in rows if r[column] != tied]
@@ -118,7 +127,8 @@ class TableReader:
                 rows = before  # the run of equal values goes whole into the next batch
             else:
                 tied_json = tied if to_json is None else to_json(tied)
-                rows = _drain(df.filter(F.col(column) == literal(tied_json)))
+                equal = df.filter(F.col(column) == literal(tied_json))
+                rows = _drain(json_projection(equal, s.timestamp_column)[0])
                 log.warning(
                     "%d rows share %s=%r, more than batch.rows; read in one batch",
                     len(rows),
@@ -128,11 +138,12 @@ class TableReader:
         if not rows:
             return []
         mapper = RecordMapper(
-            df.schema,
+            batch.schema,
             topic=s.topic,
             topic_column=s.topic_column,
             key_columns=s.key_columns,
-            timestamp_column=s.timestamp_column,
+            timestamp_column=timestamp_source,
+            hidden=(TIMESTAMP_COLUMN,),
         )
         records = []
         for row in rows:

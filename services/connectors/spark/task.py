@@ -29,6 +29,7 @@ class SparkSourceTask(SourceTask):
         self._files: FilesReader | None = None
         self._table: TableReader | None = None
         self._next_check = 0.0
+        self._caught_up = False
 
     def version(self) -> str:
         return "1.0.0"
@@ -43,7 +44,7 @@ class SparkSourceTask(SourceTask):
         """Nothing left to read until new files or rows appear (as of the last poll)."""
         if self._files is not None:
             return self._files.idle
-        return self._table is not None and self._next_check > time.monotonic()
+        return self._caught_up
 
     async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
         self._settings = settings = SparkSourceSettings.parse(config)
@@ -67,7 +68,8 @@ class SparkSourceTask(SourceTask):
             records = await self._files.next_records()
         elif self._table is not None and now >= self._next_check:
             records = await self._table.next_records()
-            if len(records) < self._settings.rows_per_poll:  # caught up: wait for new rows
+            self._caught_up = len(records) < self._settings.rows_per_poll
+            if self._caught_up:  # wait for new rows
                 self._next_check = now + self._settings.poll_interval
         if records:
             return records

@@ -1,0 +1,311 @@
+"""Parquet → Kafka: Spark's own Kafka writer next to SparkSource, in one run, one table.
+
+The same dataset (``--rows`` rows of about 200 bytes as JSON, Parquet files written by
+``services.connectors.spark.generate_sample_dataset``) is written to a fresh topic by:
+
+  spark-writer  ``df.write.format("kafka")`` (at-least-once), Spark with local[N]
+  alos          SparkSource in a worker, exactly.once.source.support=disabled
+  eos           SparkSource in a worker, exactly-once, transaction.boundary=poll
+
+for N = 1 and 2 tasks (Spark: local[1] / local[2]). Rates are rows/s from the start of
+the write (Spark) or the first poll (SparkSource; the Spark session is already up)
+to the last committed row. The target is eos >= 0.5 x spark-writer.
+
+Spark's writer needs ``spark-sql-kafka-0-10`` from Maven Central; it is resolved with
+``mvn`` (bench/spark-kafka-pom.xml) into .cache/spark-kafka/. When Maven Central has
+no build for the installed pyspark version, the newest older release that resolves
+is used, and the table says which. Usage:
+
+    python bench/spark_to_kafka.py [--bootstrap 127.0.0.1:9092] [--rows 1000000]
+
+Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from eos.config.worker import WorkerConfig
+from eos.kafka import ClientConfig
+from eos.kafka.admin import ensure_topic
+from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
+from services.connectors.spark import generate_sample_dataset
+from services.dev_kafka import DevKafka, free_ports
+from services.log_setup import configure
+from services.worker_service import run_worker
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
+CACHE = Path(os.environ["EOS_CACHE_DIR"])
+FALLBACK_VERSIONS = ("4.2.0", "4.1.1", "4.1.0", "4.0.1", "4.0.0")
+"""Older Spark releases tried for spark-sql-kafka when the installed one is not on Central."""
+TOKEN_PROVIDER_VERSIONS = (None, "4.0.0")
+"""spark-token-provider-kafka versions tried with each (None: the same version)."""
+WRITER_JARS = (
+    "spark-sql-kafka-0-10",
+    "spark-token-provider-kafka-0-10",
+    "kafka-clients",
+    "commons-pool2",
+)
+SPARK = {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+
+
+# ------------------------------------------------------------------ Spark's own writer
+
+
+def resolve_writer_jars(version: str) -> tuple[list[str], str]:
+    """Jars of Spark's Kafka writer (and the version found), resolved with Maven."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RuntimeError("mvn not found: install Apache Maven (Debian: apt-get install maven)")
+    tried = []
+    for candidate in (version, *[v for v in FALLBACK_VERSIONS if v < version]):
+        for token in TOKEN_PROVIDER_VERSIONS:
+            target = CACHE / "spark-kafka" / f"{candidate}-{token or candidate}"
+            if not (target / ".complete").exists():
+                cmd = [
+                    mvn, "-q", "-B", "-U",
+                    "-s", str(REPO / "bench" / "spark-kafka-settings.xml"),
+                    "-f", str(REPO / "bench" / "spark-kafka-pom.xml"),
+                    f"-Dmaven.repo.local={CACHE / 'm2'}",
+                    f"-Dspark.version={candidate}",
+                    f"-Dtoken.provider.version={token or candidate}",
+                    "dependency:copy-dependencies", "-DincludeScope=runtime",
+                    f"-DoutputDirectory={target}",
+                ]  # fmt: skip
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    tried.append(f"{candidate}/{token or candidate}")
+                    continue
+                (target / ".complete").touch()
+            jars = sorted(str(p) for p in target.glob("*.jar") if p.name.startswith(WRITER_JARS))
+            label = candidate if token is None else f"{candidate} (token provider {token})"
+            return jars, label
+    raise RuntimeError(f"spark-sql-kafka not resolvable from Maven Central (tried {tried})")
+
+
+def spark_writer(data: Path, bootstrap: str, topic: str, cores: int, jars: list[str]) -> float:
+    """Seconds Spark's own Kafka writer takes for the dataset (session start excluded)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    builder = SparkSession.builder.master(f"local[{cores}]").appName("bench-spark-writer")
+    for key, value in {
+        **SPARK,
+        "spark.jars": ",".join(jars),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        df = spark.read.parquet(str(data))
+        out = df.select(
+            F.col("id").cast("string").alias("key"), F.to_json(F.struct("*")).alias("value")
+        )
+        start = time.perf_counter()
+        out.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
+            "topic", topic
+        ).save()
+        return time.perf_counter() - start
+    finally:
+        spark.stop()
+
+
+# ------------------------------------------------------------------ SparkSource
+
+
+@dataclass
+class Progress:
+    target: int
+    committed: int = 0
+    first_poll: float | None = None
+    last_commit: float = 0.0
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class CountingTask(NullTaskObserver):
+    def __init__(self, progress: Progress) -> None:
+        self.p = progress
+
+    def poll_completed(self, records: int, seconds: float) -> None:
+        if records and self.p.first_poll is None:
+            self.p.first_poll = time.perf_counter() - seconds
+
+    def transaction_committed(
+        self, records: int, commit_seconds: float, open_seconds: float
+    ) -> None:
+        self.p.committed += records
+        self.p.last_commit = time.perf_counter()
+        if self.p.committed >= self.p.target:
+            self.p.done.set()
+
+
+class CountingObserver(NullObserver):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def task(self, connector: str, task_id: int) -> TaskObserver:
+        return CountingTask(self.progress)
+
+
+async def spark_source(
+    data: Path, bootstrap: str, rows: int, tasks: int, eos: bool
+) -> float | None:
+    """Seconds SparkSource takes from the first poll to the last committed row (None if
+    the commits did not cover every row in time)."""
+    group = f"bench-spark-{uuid.uuid4().hex[:8]}"
+    (port,) = free_ports(1)
+    settings = WorkerConfig.from_properties(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "config.storage.topic": f"{group}-configs",
+            "offset.storage.topic": f"{group}-offsets",
+            "status.storage.topic": f"{group}-status",
+            "offset.storage.partitions": "5",
+            "status.storage.partitions": "1",
+            "exactly.once.source.support": "enabled" if eos else "disabled",
+            "listeners": f"http://127.0.0.1:{port}",
+            "spark.master": "local[2]",
+            **SPARK,
+        }
+    )
+    topic = f"{group}-out"
+    await ensure_topic(settings.client_config, topic, partitions=2)
+    connector = {
+        "name": "bench",
+        "connector.class": "services.connectors.spark:SparkSource",
+        "tasks.max": str(tasks),
+        "path": str(data),
+        "topic": topic,
+        "key.columns": "id",
+    }
+    progress = Progress(target=rows)
+    async with anyio.create_task_group() as tg:
+        run = partial(run_worker, settings, [connector], observer=CountingObserver(progress))
+        worker = await tg.start(run)
+        with anyio.move_on_after(max(180, rows / 2000)):
+            async with anyio.create_task_group() as race:  # done, or the worker stopped (^C)
+
+                async def finish(event: anyio.Event) -> None:
+                    await event.wait()
+                    race.cancel_scope.cancel()
+
+                race.start_soon(finish, progress.done)
+                race.start_soon(finish, worker.stopped)
+        worker.stop()
+    if not progress.done.is_set() or progress.first_poll is None:
+        return None
+    return progress.last_commit - progress.first_poll
+
+
+# ------------------------------------------------------------------ the table
+
+
+@dataclass
+class Row:
+    writer: str
+    tasks: int
+    seconds: float | None
+    rows: int
+    note: str = ""
+
+    @property
+    def rate(self) -> float | None:
+        return None if self.seconds is None else self.rows / self.seconds
+
+
+def table(rows: list[Row]) -> str:
+    reference = {r.tasks: r.rate for r in rows if r.writer == "spark-writer"}
+    lines = [
+        "| writer | tasks | guarantee | rows/s | vs spark-writer | note |",
+        "|---|---:|---|---:|---:|---|",
+    ]
+    guarantee = {"spark-writer": "at-least-once", "alos": "at-least-once", "eos": "exactly-once"}
+    for r in rows:
+        ref = reference.get(r.tasks)
+        rate = "pending" if r.rate is None else f"{r.rate:,.0f}"
+        ratio = f"{r.rate / ref:.2f}" if r.rate and ref else "-"
+        lines.append(
+            f"| {r.writer} | {r.tasks} | {guarantee[r.writer]} | {rate} | {ratio} | {r.note} |"
+        )
+    return "\n".join(lines)
+
+
+def measure(bootstrap: str, rows: int, files: int, modes: list[str]) -> list[Row]:
+    import pyspark
+
+    data = CACHE / "bench" / f"spark-sample-{rows}-{files}"
+    if not (data / ".complete").exists():
+        shutil.rmtree(data, ignore_errors=True)
+        print(f"  writing {rows:,} sample rows as {files} Parquet files into {data}", flush=True)
+        generate_sample_dataset(data, rows, files=files)
+        (data / ".complete").touch()
+    config = ClientConfig({"bootstrap.servers": bootstrap})
+    results: list[Row] = []
+    for tasks in (1, 2):
+        if "spark" in modes:
+            try:
+                jars, version = resolve_writer_jars(pyspark.__version__)
+                topic = f"bench-spark-writer-{uuid.uuid4().hex[:8]}"
+                anyio.run(partial(ensure_topic, config, topic, partitions=2))
+                seconds = spark_writer(data, bootstrap, topic, tasks, jars)
+                note = f"local[{tasks}], spark-sql-kafka {version}"
+                results.append(Row("spark-writer", tasks, seconds, rows, note))
+            except Exception as exc:  # the table still shows the others
+                results.append(Row("spark-writer", tasks, None, rows, f"failed: {exc}"[:120]))
+            print(f"  measured spark-writer tasks={tasks}: {results[-1].rate or 0:,.0f} rows/s")
+        for mode in ("alos", "eos"):
+            if mode in modes:
+                took = anyio.run(spark_source, data, bootstrap, rows, tasks, mode == "eos")
+                note = "worker with local[2]"
+                if took is None:
+                    note = "no commit covered every row in time (at-least-once offset flush)"
+                results.append(Row(mode, tasks, took, rows, note))
+                print(f"  measured {mode} tasks={tasks}: {results[-1].rate or 0:,.0f} rows/s")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--modes", default="spark,alos,eos", help="comma-separated subset")
+    args = parser.parse_args()
+    configure("WARNING")
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    kafka = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        kafka = DevKafka(Path(tempfile.mkdtemp(prefix="eos-bench-")), heap="1g")
+        bootstrap = kafka.start(1, port=0).bootstrap
+    try:
+        rows = measure(bootstrap, args.rows, args.files, args.modes.split(","))
+    finally:
+        if kafka is not None:
+            kafka.stop()
+    print(table(rows))
+    eos = {r.tasks: r.rate for r in rows if r.writer == "eos" and r.rate}
+    ref = {r.tasks: r.rate for r in rows if r.writer == "spark-writer" and r.rate}
+    for tasks in sorted(set(eos) & set(ref)):
+        verdict = "met" if eos[tasks] >= 0.5 * ref[tasks] else "NOT met"
+        print(f"target eos >= 0.5 x spark-writer, {tasks} task(s): {verdict}")
+
+
+if __name__ == "__main__":
+    main()
