@@ -48,7 +48,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"started Kafka {state.version} at {state.bootstrap} (data: {state.data_dir})")
     else:
         print(f"using the Kafka that already runs at {state.bootstrap}")
-    return 0 if anyio.run(main_job, state.bootstrap, args.rest_port) else 1
+    data = dev_kafka.cache_dir() / "run" / "orders"
+    return 0 if anyio.run(main_job, state.bootstrap, data, args.rest_port) else 1
 
 
 def _worker(args: argparse.Namespace) -> int:
