@@ -31,20 +31,18 @@ import subprocess
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import anyio
+from worker_run import bench_settings, run_until_committed
 
-from eos.config.worker import WorkerConfig
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
-from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
 from services.connectors.spark import generate_sample_dataset
-from services.dev_kafka import DevKafka, free_ports
+from services.dev_kafka import DevKafka
 from services.log_setup import configure
-from services.worker_service import run_worker
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
@@ -127,63 +125,21 @@ def spark_writer(data: Path, bootstrap: str, topic: str, cores: int, jars: list[
 # ------------------------------------------------------------------ SparkSource
 
 
-@dataclass
-class Progress:
-    target: int
-    committed: int = 0
-    first_poll: float | None = None
-    last_commit: float = 0.0
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
-class CountingTask(NullTaskObserver):
-    def __init__(self, progress: Progress) -> None:
-        self.p = progress
-
-    def poll_completed(self, records: int, seconds: float) -> None:
-        if records and self.p.first_poll is None:
-            self.p.first_poll = time.perf_counter() - seconds
-
-    def transaction_committed(
-        self, records: int, commit_seconds: float, open_seconds: float
-    ) -> None:
-        self.p.committed += records
-        self.p.last_commit = time.perf_counter()
-        if self.p.committed >= self.p.target:
-            self.p.done.set()
-
-
-class CountingObserver(NullObserver):
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-
-    def task(self, connector: str, task_id: int) -> TaskObserver:
-        return CountingTask(self.progress)
-
-
 async def spark_source(
     data: Path, bootstrap: str, rows: int, tasks: int, eos: bool
 ) -> float | None:
     """Seconds SparkSource takes from the first poll to the last committed row (None if
     the commits did not cover every row in time)."""
-    group = f"bench-spark-{uuid.uuid4().hex[:8]}"
-    (port,) = free_ports(1)
-    settings = WorkerConfig.from_properties(
+    settings = bench_settings(
+        bootstrap,
+        "bench-spark",
         {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "config.storage.topic": f"{group}-configs",
-            "offset.storage.topic": f"{group}-offsets",
-            "status.storage.topic": f"{group}-status",
-            "offset.storage.partitions": "5",
-            "status.storage.partitions": "1",
             "exactly.once.source.support": "enabled" if eos else "disabled",
-            "listeners": f"http://127.0.0.1:{port}",
             "spark.master": "local[2]",
             **SPARK,
-        }
+        },
     )
-    topic = f"{group}-out"
+    topic = f"{settings.group_id}-out"
     await ensure_topic(settings.client_config, topic, partitions=2)
     connector = {
         "name": "bench",
@@ -193,23 +149,10 @@ async def spark_source(
         "topic": topic,
         "key.columns": "id",
     }
-    progress = Progress(target=rows)
-    async with anyio.create_task_group() as tg:
-        run = partial(run_worker, settings, [connector], observer=CountingObserver(progress))
-        worker = await tg.start(run)
-        with anyio.move_on_after(max(180, rows / 2000)):
-            async with anyio.create_task_group() as race:  # done, or the worker stopped (^C)
-
-                async def finish(event: anyio.Event) -> None:
-                    await event.wait()
-                    race.cancel_scope.cancel()
-
-                race.start_soon(finish, progress.done)
-                race.start_soon(finish, worker.stopped)
-        worker.stop()
+    progress = await run_until_committed(settings, connector, rows, max(180, rows / 2000))
     if not progress.done.is_set() or progress.first_poll is None:
         return None
-    return progress.last_commit - progress.first_poll
+    return progress.seconds
 
 
 # ------------------------------------------------------------------ the table

@@ -22,79 +22,29 @@ import logging
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import anyio
+from worker_run import Progress, bench_settings, run_until_committed
 
-from eos.config.worker import WorkerConfig
 from eos.kafka import ClientConfig, make_producer
 from eos.kafka.admin import ensure_topic
-from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
-from services.dev_kafka import DevKafka, free_ports
+from services.dev_kafka import DevKafka
 from services.log_setup import configure
-from services.worker_service import run_worker
 
 MODES = ("raw", "alos", "eos-poll", "eos-1s")
 
 
-@dataclass
-class Progress:
-    target: int
-    committed: int = 0
-    nbytes: int = 0
-    first_poll: float | None = None
-    last_commit: float = 0.0
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
-class CountingTask(NullTaskObserver):
-    def __init__(self, progress: Progress) -> None:
-        self.p = progress
-
-    def poll_completed(self, records: int, seconds: float) -> None:
-        if records and self.p.first_poll is None:
-            self.p.first_poll = time.perf_counter() - seconds
-
-    def records_written(self, records: int, nbytes: int) -> None:
-        self.p.nbytes += nbytes
-
-    def transaction_committed(
-        self, records: int, commit_seconds: float, open_seconds: float
-    ) -> None:
-        self.p.committed += records
-        self.p.last_commit = time.perf_counter()
-        if self.p.committed >= self.p.target:
-            self.p.done.set()
-
-
-class CountingObserver(NullObserver):
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-
-    def task(self, connector: str, task_id: int) -> TaskObserver:
-        return CountingTask(self.progress)
-
-
 async def run_runtime(bootstrap: str, mode: str, size: int, tasks: int, records: int) -> Progress:
-    group = f"bench-{uuid.uuid4().hex[:8]}"
-    (port,) = free_ports(1)
-    settings = WorkerConfig.from_properties(
+    settings = bench_settings(
+        bootstrap,
+        "bench",
         {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "config.storage.topic": f"{group}-configs",
-            "offset.storage.topic": f"{group}-offsets",
-            "status.storage.topic": f"{group}-status",
-            "offset.storage.partitions": "5",
-            "status.storage.partitions": "1",
             "offset.flush.interval.ms": "1000",
             "exactly.once.source.support": "disabled" if mode == "alos" else "enabled",
-            "listeners": f"http://127.0.0.1:{port}",
-        }
+        },
     )
-    topic = f"{group}-out"
+    topic = f"{settings.group_id}-out"
     await ensure_topic(settings.client_config, topic, partitions=max(tasks, 1))
     connector = {
         "name": "bench",
@@ -109,13 +59,9 @@ async def run_runtime(bootstrap: str, mode: str, size: int, tasks: int, records:
     }
     if mode == "eos-1s":
         connector["transaction.boundary.interval.ms"] = "1000"
-    progress = Progress(target=(records // tasks) * tasks)
-    async with anyio.create_task_group() as tg:
-        run = partial(run_worker, settings, [connector], observer=CountingObserver(progress))
-        worker = await tg.start(run)
-        with anyio.fail_after(600):
-            await progress.done.wait()
-        worker.stop()
+    progress = await run_until_committed(settings, connector, (records // tasks) * tasks, 600)
+    if not progress.done.is_set():
+        raise TimeoutError(f"{mode}: not every record was committed in time")
     return progress
 
 
@@ -162,7 +108,7 @@ async def measure(bootstrap: str, records: int) -> list[tuple[int, int, str, flo
                 else:
                     p = await run_runtime(bootstrap, mode, size, tasks, count)
                 assert p.first_poll is not None
-                seconds = p.last_commit - p.first_poll
+                seconds = p.seconds
                 rows.append((size, tasks, mode, p.committed / seconds, p.nbytes / seconds / 1e6))
                 print(f"  measured size={size} tasks={tasks} {mode}: {rows[-1][3]:,.0f} rec/s")
     return rows

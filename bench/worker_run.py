@@ -1,0 +1,101 @@
+"""What the benchmark scripts share: a worker on throw-away topics, timed by the
+runtime's observer port from the first poll to the commit that covers the target."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+
+import anyio
+
+from eos.config.worker import WorkerConfig
+from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
+from services.dev_kafka import free_ports
+from services.worker_service import run_worker
+
+
+@dataclass
+class Progress:
+    target: int
+    committed: int = 0
+    nbytes: int = 0
+    first_poll: float | None = None
+    last_commit: float = 0.0
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def seconds(self) -> float:
+        assert self.first_poll is not None
+        return self.last_commit - self.first_poll
+
+
+class CountingTask(NullTaskObserver):
+    def __init__(self, progress: Progress) -> None:
+        self.p = progress
+
+    def poll_completed(self, records: int, seconds: float) -> None:
+        if records and self.p.first_poll is None:
+            self.p.first_poll = time.perf_counter() - seconds
+
+    def records_written(self, records: int, nbytes: int) -> None:
+        self.p.nbytes += nbytes
+
+    def transaction_committed(
+        self, records: int, commit_seconds: float, open_seconds: float
+    ) -> None:
+        self.p.committed += records
+        self.p.last_commit = time.perf_counter()
+        if self.p.committed >= self.p.target:
+            self.p.done.set()
+
+
+class CountingObserver(NullObserver):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def task(self, connector: str, task_id: int) -> TaskObserver:
+        return CountingTask(self.progress)
+
+
+def bench_settings(bootstrap: str, prefix: str, extra: Mapping[str, str]) -> WorkerConfig:
+    """Worker settings on fresh internal topics named after a random group."""
+    group = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    (port,) = free_ports(1)
+    return WorkerConfig.from_properties(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "config.storage.topic": f"{group}-configs",
+            "offset.storage.topic": f"{group}-offsets",
+            "status.storage.topic": f"{group}-status",
+            "offset.storage.partitions": "5",
+            "status.storage.partitions": "1",
+            "listeners": f"http://127.0.0.1:{port}",
+            **extra,
+        }
+    )
+
+
+async def run_until_committed(
+    settings: WorkerConfig, connector: Mapping[str, str], target: int, timeout: float
+) -> Progress:
+    """Run one connector until ``target`` records are committed, the timeout passes or
+    the worker stops (Ctrl-C); ``progress.done`` says whether the target was reached."""
+    progress = Progress(target=target)
+    async with anyio.create_task_group() as tg:
+        run = partial(run_worker, settings, [connector], observer=CountingObserver(progress))
+        worker = await tg.start(run)
+        with anyio.move_on_after(timeout):
+            async with anyio.create_task_group() as race:
+
+                async def finish(event: anyio.Event) -> None:
+                    await event.wait()
+                    race.cancel_scope.cancel()
+
+                race.start_soon(finish, progress.done)
+                race.start_soon(finish, worker.stopped)
+        worker.stop()
+    return progress
