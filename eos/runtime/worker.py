@@ -173,6 +173,8 @@ class Worker:
 
     def start_connector(self, name: str, props: Mapping[str, str]) -> None:
         assert self._tg is not None
+        if self._stop.is_set():  # shutting down: queued coordinator calls start nothing
+            return
         try:
             config = ConnectorConfig.from_properties(props, self.settings)
             connector = connector_class(config.connector_class)()
@@ -212,6 +214,8 @@ class Worker:
         self, name: str, task_id: int, generation: int, config: Mapping[str, str]
     ) -> None:
         assert self._tg is not None
+        if self._stop.is_set():
+            return
         spec = TaskSpec(name, task_id, generation, dict(config))
         props = self._connectors[name].props if name in self._connectors else None
         try:
