@@ -25,6 +25,7 @@ import pytest
 
 from eos.api import SourcePartition, SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig, make_producer, read_to_end
+from eos.runtime.resources import SharedResources
 from services.connectors.spark import SparkSourceTask
 
 T = TypeVar("T")
@@ -39,31 +40,20 @@ SPARK_SETTINGS = {
 }
 
 
-class LocalResources:
+class LocalResources(SharedResources):
+    """The worker's own resources (bounded thread pool, shared objects), counting the
+    blocking calls; closed when the test process exits."""
+
     def __init__(self, settings: Mapping[str, str], threads: int = 4) -> None:
-        self._settings = dict(settings)
-        self._limiter = anyio.CapacityLimiter(threads)
-        self._objects: dict[str, tuple[Any, Callable[[Any], None]]] = {}
+        super().__init__(settings, threads)
         self.blocking_calls = 0
-
-    @property
-    def settings(self) -> Mapping[str, str]:
-        return self._settings
-
-    def shared(self, key: str, factory: Callable[[], T], close: Callable[[T], None]) -> T:
-        if key not in self._objects:
-            self._objects[key] = (factory(), close)
-        obj: T = self._objects[key][0]
-        return obj
 
     async def run_blocking(self, func: Callable[..., T], *args: Any) -> T:
         self.blocking_calls += 1
-        return await anyio.to_thread.run_sync(func, *args, limiter=self._limiter)
+        return await super().run_blocking(func, *args)
 
     def close(self) -> None:
-        objects, self._objects = self._objects, {}
-        for obj, close in objects.values():
-            close(obj)
+        anyio.run(self.aclose)
 
 
 _resources: LocalResources | None = None
