@@ -43,6 +43,7 @@ from eos.kafka.admin import ensure_topic
 from services.connectors.spark import generate_sample_dataset
 from services.dev_kafka import DevKafka
 from services.log_setup import configure
+from services.worker_service import tune_gc
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
@@ -229,6 +230,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--modes", default="spark,alos,eos", help="comma-separated subset")
     args = parser.parse_args()
+    tune_gc()  # as `eos worker` does
     configure("WARNING")
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     logging.getLogger("py4j").setLevel(logging.WARNING)

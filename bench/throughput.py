@@ -31,6 +31,7 @@ from eos.kafka import ClientConfig, make_producer
 from eos.kafka.admin import ensure_topic
 from services.dev_kafka import DevKafka
 from services.log_setup import configure
+from services.worker_service import tune_gc
 
 MODES = ("raw", "alos", "eos-poll", "eos-1s")
 
@@ -132,6 +133,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--records", type=int, default=200_000)
     args = parser.parse_args()
+    tune_gc()  # as `eos worker` does
     configure("WARNING")
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     kafka = None

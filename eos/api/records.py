@@ -23,6 +23,11 @@ class SourceRecord:
     ``value.converter`` (JSON by default). ``partition=None`` lets the producer
     choose; ``timestamp`` is epoch milliseconds or None for the producer's clock.
     A record whose ``source_offset`` is None advances no offset.
+
+    ``encoded=True`` says ``key`` and ``value`` already are the bytes to write
+    (``bytes`` or None) and the converters are skipped: for connectors that
+    produce the connector's converter format themselves, faster than Python
+    could (SparkSource has Spark write the JSON when both converters are ``json``).
     """
 
     source_partition: SourcePartition
@@ -33,6 +38,7 @@ class SourceRecord:
     partition: int | None = None
     timestamp: int | None = None
     headers: Sequence[tuple[str, bytes]] = field(default_factory=tuple)
+    encoded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -61,12 +61,20 @@ class WorkerResources(Protocol):
     async def run_blocking(self, func: Callable[..., T], *args: Any) -> T: ...
 
 
+class BackgroundTasks(Protocol):
+    """Where :meth:`SourceTaskContext.start_soon` runs coroutines (an anyio task group
+    has this method)."""
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
+
+
 @dataclass(frozen=True)
 class SourceTaskContext:
     """Given to :meth:`SourceTask.start`.
 
     ``transaction_context`` is present only when the connector runs with
-    ``transaction.boundary=connector`` and exactly-once enabled.
+    ``transaction.boundary=connector`` and exactly-once enabled. ``background`` is
+    where :meth:`start_soon` runs coroutines (the runtime's task group for this task).
     """
 
     connector: str
@@ -74,6 +82,20 @@ class SourceTaskContext:
     offset_reader: OffsetStorageReader
     resources: WorkerResources
     transaction_context: TransactionContext | None = None
+    background: BackgroundTasks | None = None
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``await func(*args)`` in the background while the task runs, e.g. to read
+        ahead of :meth:`SourceTask.poll`. It is cancelled once :meth:`SourceTask.stop`
+        has returned; an exception from it fails the task as one from ``poll`` would
+        (the open transaction is aborted). Never start threads of your own: blocking
+        work goes through ``resources.run_blocking``."""
+        if self.background is None:
+            raise RuntimeError(
+                "this SourceTaskContext has no background task group: the eos runtime "
+                "provides one; elsewhere pass background=<an anyio task group>"
+            )
+        self.background.start_soon(func, *args)
 
 
 class SourceTask(ABC):

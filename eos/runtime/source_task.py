@@ -27,11 +27,12 @@ from __future__ import annotations
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 import structlog
 from aiokafka import AIOKafkaProducer
 
@@ -135,6 +136,7 @@ class SourceTaskRunner(ABC):
         self._partitioner = KeyPartitioner()
         # Per-record bookkeeping only for tasks that want commit_record calls.
         self._per_record = type(task).commit_record is not SourceTask.commit_record
+        self._background_error: Exception | None = None
 
     # ------------------------------------------------------------------ control
 
@@ -160,18 +162,43 @@ class SourceTaskRunner(ABC):
         if not await self.startup():
             self.log.info("start-up abandoned: a newer task generation exists")
             return
+        try:
+            # The task's background coroutines (context.start_soon) live in this group:
+            # cancelled once task.stop() returned; their failures reach the loop.
+            async with anyio.create_task_group() as background:
+                await self._run_task(_Background(self, background))
+                background.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # only the body raises: unwrap it
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    def background_failed(self, exc: Exception) -> None:
+        """A background coroutine of the task raised: the loop fails with ``exc``."""
+        if self._background_error is None:
+            self._background_error = exc
+        if self._poll_scope is not None:
+            self._poll_scope.cancel()
+
+    def _raise_background_error(self) -> None:
+        if self._background_error is not None:
+            raise self._background_error
+
+    async def _run_task(self, background: _Background) -> None:
         context = SourceTaskContext(
             connector=self.spec.connector,
             task_id=self.spec.task_id,
             offset_reader=self.deps.offset_reader,
             resources=self.deps.resources,
             transaction_context=self.transaction_context(),
+            background=background,
         )
         try:
             await self.deps.offset_reader.refresh()
             await self.task.start(self.spec.config, context)
             await self._set_state("RUNNING")
             await self._loop()
+            self._raise_background_error()
             await self._shielded(self.final_commit(), "final commit")
             await self._set_state("UNASSIGNED")
         except FencedError:
@@ -188,8 +215,10 @@ class SourceTaskRunner(ABC):
 
     async def _loop(self) -> None:
         while not self._stop_requested:
+            self._raise_background_error()
             await self.prepare_to_poll()
             batch = await self._poll()
+            self._raise_background_error()
             if not batch:
                 continue
             await self._dispatch(batch)
@@ -224,6 +253,14 @@ class SourceTaskRunner(ABC):
             raise TaskError(
                 f"a record is addressed to the offsets topic {record.topic!r} of this task; "
                 "that would block reading the offsets back: write to another topic"
+            )
+        if record.encoded:
+            key, value = record.key, record.value
+            if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+                return Outgoing(record, key, value)
+            raise ConversionError(
+                f"{_where(record)} is marked encoded but its key or value is not bytes "
+                f"(key {type(key).__name__}, value {type(value).__name__})"
             )
         try:
             key = self.deps.key_converter.convert(record.topic, record.key)
@@ -375,6 +412,27 @@ class SourceTaskRunner(ABC):
         trace = "".join(traceback.format_exception(exc))
         self.log.error("task failed", error=str(exc))
         await self._set_state("FAILED", f"{exc}\n\n{trace}")
+
+
+class _Background:
+    """``context.start_soon`` of a task: coroutines in the runner's task group whose
+    exceptions fail the task through its loop instead of tearing the group down."""
+
+    def __init__(self, runner: SourceTaskRunner, group: anyio.abc.TaskGroup) -> None:
+        self._runner = runner
+        self._group = group
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self._group.start_soon(self._guarded, func, args, name=getattr(func, "__name__", None))
+
+    async def _guarded(
+        self, func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]
+    ) -> None:
+        try:
+            await func(*args)
+        except Exception as exc:
+            self._runner.log.error("background work of the task failed", error=repr(exc))
+            self._runner.background_failed(exc)
 
 
 def _where(record: SourceRecord) -> str:

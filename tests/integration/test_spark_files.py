@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from eos.api import SourceTaskContext
 from eos.kafka import ClientConfig
@@ -28,6 +29,7 @@ from tests.integration.test_spark_harness import (
     run_task,
     session_of,
     spark_resources,
+    value_of,
 )
 
 pytestmark = pytest.mark.integration
@@ -287,21 +289,30 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
     config = _config(data, "t", format="json", **{"poll.interval.ms": "1"})
 
     async def drain() -> list[Any]:
+        async with anyio.create_task_group() as background:
+            try:
+                out = await read(background)
+            finally:
+                background.cancel_scope.cancel()
+        return out
+
+    async def read(background: TaskGroup) -> list[Any]:
         task = SparkSourceTask()
-        await task.start(config, SourceTaskContext("c", 0, offsets, resources))
+        await task.start(config, SourceTaskContext("c", 0, offsets, resources, None, background))
         out: list[Any] = []
         try:
-            for _ in range(6):
-                records = await task.poll() or []
-                offsets.commit(records)
-                out.extend(r.value for r in records)
-                if not records and task.idle:
-                    break
+            with anyio.fail_after(60):
+                while True:
+                    records = await task.poll() or []
+                    offsets.commit(records)
+                    out.extend(value_of(r) for r in records)
+                    if not records and task.idle:
+                        break
             # the file changes after it was read; the running task reports it once
             (data / "a.json").write_text('{"id": 1}\n{"id": 2}\n{"id": 3}\n')
             os.utime(data / "a.json", (time.time() + 5, time.time() + 5))
             for _ in range(3):
-                out.extend(r.value for r in await task.poll() or [])
+                out.extend(value_of(r) for r in await task.poll() or [])
             assert task.changed_files == 1
         finally:
             await task.stop()
@@ -309,38 +320,41 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
 
     assert await drain() == [{"id": 1}, {"id": 2}]
     # a restarted task sees the committed size/mtime differ: reported, not re-read
-    task = SparkSourceTask()
-    await task.start(config, SourceTaskContext("c", 0, offsets, resources))
-    try:
-        assert await task.poll() is None
-        assert task.changed_files == 1
-    finally:
-        await task.stop()
+    async with anyio.create_task_group() as background:
+        task = SparkSourceTask()
+        await task.start(config, SourceTaskContext("c", 0, offsets, resources, None, background))
+        try:
+            assert await task.poll() is None
+            assert task.changed_files == 1
+        finally:
+            await task.stop()
+            background.cancel_scope.cancel()
 
 
 async def test_python_holds_bounded_rows_and_loop_stays_responsive(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Reading 150 000 rows: polls return at most batch.rows, Arrow batches at most half of
-    max.buffered.rows, and the event loop never stalls while Spark works in threads."""
+    """Reading 150 000 rows: polls return at most batch.rows, Arrow batches at most a quarter
+    of max.buffered.rows, and the event loop never stalls while Spark works in threads."""
     from services.connectors.spark import arrow_stream
 
     spark.range(150_000).selectExpr("id", "repeat('x', 100) AS pad").coalesce(1).write.parquet(
         str(tmp_path / "p")
     )
     seen: list[int] = []
-    original = arrow_stream._ArrowRowStream.next_rows
+    original = arrow_stream._ArrowRowStream._next_batch
 
-    def spy(self: Any, limit: int) -> list[dict[str, Any]]:
-        rows = original(self, limit)
-        seen.append(len(rows) + len(self._pending))
-        return rows
+    def spy(self: Any, limit: int) -> Any:
+        """Rows of the Arrow batch Python holds: the chunk handed over plus the rest."""
+        batch = original(self, limit)
+        pending = 0 if self._pending is None else self._pending.num_rows
+        seen.append(pending + (0 if batch is None else batch.num_rows))
+        return batch
 
     resources = LocalResources(spark_resources().settings, threads=2)
     resources._objects = spark_resources()._objects  # the same worker session
-    config = _config(tmp_path / "p", "t", **{"max.buffered.rows": "20000", "batch.rows": "20000"})
+    config = _config(tmp_path / "p", "t", **{"max.buffered.rows": "40000", "batch.rows": "20000"})
     task = SparkSourceTask()
-    await task.start(config, SourceTaskContext("c", 0, MemoryOffsets(), resources))
     lags: list[float] = []
     total = 0
 
@@ -350,9 +364,11 @@ async def test_python_holds_bounded_rows_and_loop_stays_responsive(
             await anyio.sleep(0.01)
             lags.append(time.perf_counter() - before - 0.01)
 
-    arrow_stream._ArrowRowStream.next_rows = spy  # type: ignore[method-assign]
+    arrow_stream._ArrowRowStream._next_batch = spy  # type: ignore[method-assign]
     try:
         async with anyio.create_task_group() as tg:
+            context = SourceTaskContext("c", 0, MemoryOffsets(), resources, None, tg)
+            await task.start(config, context)
             tg.start_soon(probe)
             while total < 150_000:
                 records = await task.poll() or []
@@ -360,7 +376,7 @@ async def test_python_holds_bounded_rows_and_loop_stays_responsive(
                 total += len(records)
             tg.cancel_scope.cancel()
     finally:
-        arrow_stream._ArrowRowStream.next_rows = original  # type: ignore[method-assign]
+        arrow_stream._ArrowRowStream._next_batch = original  # type: ignore[method-assign]
         await task.stop()
     assert total == 150_000
     assert max(seen) <= 10_000

@@ -167,9 +167,30 @@ async def run_task(
     """Run one task until it is idle, or until ``stop`` is set when given; crash (leave
     a transaction open) after ``crash_after`` committed batches."""
     resources = resources or spark_resources()
+    async with anyio.create_task_group() as background:
+        reader = KafkaOffsets(client_config, offsets_topic, connector)
+        context = SourceTaskContext(connector, task_id, reader, resources, background=background)
+        try:
+            done = await _run_task(
+                config, context, client_config, offsets_topic, crash_after, stop, run, max_seconds
+            )
+        finally:
+            background.cancel_scope.cancel()
+    return done
+
+
+async def _run_task(
+    config: Mapping[str, str],
+    context: SourceTaskContext,
+    client_config: ClientConfig,
+    offsets_topic: str,
+    crash_after: int | None,
+    stop: anyio.Event | None,
+    run: TaskRun | None,
+    max_seconds: float,
+) -> TaskRun:
+    connector, task_id = context.connector, context.task_id
     task = SparkSourceTask()
-    reader = KafkaOffsets(client_config, offsets_topic, connector)
-    context = SourceTaskContext(connector, task_id, reader, resources)
     run = run or TaskRun()
     producer = make_producer(client_config, transactional_id=f"{connector}-{task_id}")
     await producer.start()
@@ -189,8 +210,8 @@ async def run_task(
                 for r in records:
                     await producer.send(
                         r.topic,
-                        value=_json(r.value),
-                        key=_json(r.key),
+                        value=r.value if r.encoded else _json(r.value),
+                        key=r.key if r.encoded else _json(r.key),
                         headers=list(r.headers),
                         timestamp_ms=r.timestamp,
                     )
@@ -211,6 +232,13 @@ async def run_task(
     finally:
         await task.stop()
         await producer.stop()
+
+
+def value_of(record: SourceRecord) -> Any:
+    """A record's value as JSON data, whether Spark encoded it or not."""
+    if record.encoded:
+        return None if record.value is None else json.loads(record.value)
+    return record.value
 
 
 async def output(config: ClientConfig, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:

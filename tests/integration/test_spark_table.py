@@ -21,6 +21,7 @@ from tests.integration.test_spark_harness import (
     run_task,
     session_of,
     spark_resources,
+    value_of,
 )
 
 pytestmark = pytest.mark.integration
@@ -102,7 +103,7 @@ async def test_ties_never_split_without_unique(spark: Any) -> None:
         for _ in range(4):
             records = await task.poll() or []
             offsets.commit(records)
-            batches.append([r.value["id"] for r in records])
+            batches.append([value_of(r)["id"] for r in records])
     finally:
         await task.stop()
     assert batches == [[1, 1, 1], [2, 2], [3], []]
@@ -148,7 +149,7 @@ async def test_query_and_path_sources(spark: Any, tmp_path: Path) -> None:
             finally:
                 await task.stop()
             offsets.commit(records)
-            got.extend(r.value for r in records)
+            got.extend(value_of(r) for r in records)
             stamps.extend(r.timestamp for r in records)
         assert got == expected
     assert stamps == [1704067200000, 1704153600000]  # the days at 00:00 UTC

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from eos.kafka import ClientConfig, read_to_end
+from eos.kafka.log import TopicReader
 from services.connectors.spark import generate_sample_dataset
 from tests.conftest import TopicFactory
 from tests.integration.worker_harness import WorkerProcess, worker_props
@@ -46,6 +47,16 @@ def spark_connector(name: str, topic: str, path: Path, **extra: str) -> dict[str
 async def committed_ids(config: ClientConfig, topic: str) -> Counter[int]:
     records = await read_to_end(config, topic, timeout=60)
     return Counter(json.loads(r.value)["id"] for r in records if r.value is not None)
+
+
+async def log_end(config: ClientConfig, topic: str) -> int:
+    """The end offset of ``topic``'s partitions together (committed or not: progress)."""
+    reader = TopicReader(config, topic)
+    await reader.start()
+    try:
+        return sum((await reader.end_offsets()).values())
+    finally:
+        await reader.close()
 
 
 async def wait_for_ids(
@@ -98,9 +109,9 @@ async def test_sigkill_in_the_middle_of_a_large_file(
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
-    """One 300 000-row Parquet file; the worker is SIGKILLed three times while it is in the
+    """One 600 000-row Parquet file; the worker is SIGKILLed three times while it is in the
     middle of the file and restarted: every id arrives exactly once."""
-    rows, kills = 300_000, 3
+    rows, kills = 600_000, 3
     topic = await topic_factory()
     data = tmp_path / "big"
     generate_sample_dataset(data, rows, files=1)
@@ -114,12 +125,14 @@ async def test_sigkill_in_the_middle_of_a_large_file(
         for _ in range(kills):
             worker.start()
             await anyio.to_thread.run_sync(worker.wait_running, "spark", 1, 120)
-            # let this run deliver a fresh part of the file, then kill it at a random moment
-            before = sum((await committed_ids(client_config, topic)).values())
-            target = before + rng.randint(10_000, 40_000)
-            delivered = sum((await wait_for_ids(client_config, topic, target, worker)).values())
-            await anyio.sleep(rng.uniform(0, 1.0))
+            # let this run write a fresh part of the file, then kill it at a random moment
+            target = await log_end(client_config, topic) + rng.randint(5_000, 30_000)
+            while await log_end(client_config, topic) < target:
+                assert worker.proc is not None and worker.proc.poll() is None, worker.tail()
+                await anyio.sleep(0.05)
+            await anyio.sleep(rng.uniform(0, 0.5))
             worker.kill(signal.SIGKILL)
+            delivered = sum((await committed_ids(client_config, topic)).values())
             assert delivered < rows, "the file was finished before the kill; use more rows"
         worker.start()
         ids = await wait_for_ids(client_config, topic, rows, worker, timeout=300)

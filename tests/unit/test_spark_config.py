@@ -38,7 +38,7 @@ def test_valid_configs_have_no_errors() -> None:
         ({**TABLE, "query": "SELECT 1"}, "table", "got table, query"),
         ({"path": "/x"}, "topic", "`topic` or `topic.column`"),
         ({**FILES, "mode": "stream"}, "mode", "must be one of: files, table"),
-        ({**FILES, "max.buffered.rows": "1"}, "max.buffered.rows", "at least 2"),
+        ({**FILES, "max.buffered.rows": "3"}, "max.buffered.rows", "at least 4"),
         ({**FILES, "batch.rows": "lots"}, "batch.rows", "expected an integer"),
     ],
 )
@@ -72,7 +72,7 @@ def test_settings_parse() -> None:
     assert s.options == {"header": "true"}
     assert s.key_columns == ("a", "b")
     assert (s.task_index, s.task_count) == (1, 3)
-    assert s.rows_per_poll == 500
+    assert s.rows_per_poll == 250
 
 
 async def test_task_configs_spread_files_and_table_has_one_task() -> None:

@@ -28,9 +28,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+Columns = dict[str, list[Any]]
+"""Rows column by column: name → values (every list as long as the others)."""
+
+
 class RowStream(Protocol):
     def next_rows(self, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` rows as dicts; an empty list once the stream is exhausted."""
+
+    def next_columns(self, limit: int) -> Columns:
+        """Up to ``limit`` rows as :data:`Columns` (cheaper than dicts: no object per
+        row); no rows once the stream is exhausted."""
+
+    def prefetch(self) -> bool:
+        """Wait for the next rows without handing them over; False if there are none."""
 
     def close(self) -> None:
         """Stop the stream (tells Spark to stop serving partitions)."""
@@ -53,22 +64,41 @@ class _ArrowRowStream:
         self._iterable: Any = _local_iterator_from_socket(sock_info, NoOpSerializer())
         self._messages: Iterator[bytes] = iter(self._iterable)
         self._pa: Any = importlib.import_module("pyarrow")  # untyped
-        self._pending: list[dict[str, Any]] = []
+        self._pending: Any = None  # the rest of the current Arrow batch
         self._done = False
 
-    def next_rows(self, limit: int) -> list[dict[str, Any]]:
-        while not self._pending and not self._done:
+    def _next_batch(self, limit: int) -> Any:
+        """Up to ``limit`` rows as an Arrow record batch (zero-copy slice), or None."""
+        while (self._pending is None or self._pending.num_rows == 0) and not self._done:
             message = next(self._messages, None)
             if message is None:
                 self._done = True
                 break
-            batch = self._pa.ipc.read_record_batch(self._pa.py_buffer(message), self._schema)
-            self._pending = batch.to_pylist()
-        rows, self._pending = self._pending[:limit], self._pending[limit:]
-        return rows
+            self._pending = self._pa.ipc.read_record_batch(
+                self._pa.py_buffer(message), self._schema
+            )
+        pending = self._pending
+        if pending is None or pending.num_rows == 0 or limit == 0:
+            return None
+        self._pending = pending.slice(limit)
+        return pending.slice(0, limit)
+
+    def prefetch(self) -> bool:
+        self._next_batch(0)
+        return self._pending is not None and self._pending.num_rows > 0
+
+    def next_rows(self, limit: int) -> list[dict[str, Any]]:
+        batch = self._next_batch(limit)
+        return [] if batch is None else list(batch.to_pylist())
+
+    def next_columns(self, limit: int) -> Columns:
+        batch = self._next_batch(limit)
+        if batch is None:
+            return {name: [] for name in self._schema.names}
+        return {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
 
     def close(self) -> None:
-        self._pending = []
+        self._pending = None
         self._done = True
         messages, self._messages = self._messages, iter(())
         close = getattr(messages, "close", None)
@@ -82,20 +112,30 @@ class _ArrowRowStream:
 class _PickledRowStream:
     def __init__(self, df: DataFrame) -> None:
         self._rows = df.toLocalIterator(prefetchPartitions=True)
+        self._names = df.columns
+        self._ahead: Any = None  # a row taken by prefetch()
         self._done = False
 
     def next_rows(self, limit: int) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        while not self._done and len(rows) < limit:
-            row = next(self._rows, None)
-            if row is None:
-                self._done = True
-            else:
-                rows.append(row.asDict(recursive=True))
+        while len(rows) < limit and self.prefetch():
+            row, self._ahead = self._ahead, None
+            rows.append(row.asDict(recursive=True))
         return rows
+
+    def prefetch(self) -> bool:
+        if self._ahead is None and not self._done:
+            self._ahead = next(self._rows, None)
+            self._done = self._ahead is None
+        return self._ahead is not None
+
+    def next_columns(self, limit: int) -> Columns:
+        rows = self.next_rows(limit)
+        return {name: [row[name] for row in rows] for name in self._names}
 
     def close(self) -> None:
         self._done = True
+        self._ahead = None
         self._rows = iter(())
 
 

@@ -103,7 +103,7 @@ CONFIG_DEF = (
         "max.buffered.rows",
         Type.INT,
         100000,
-        Range(at_least=2),
+        Range(at_least=4),
         Importance.MEDIUM,
         "Most rows a task holds in Python at once; Spark hands a file over in pieces of "
         "about this many rows.",
@@ -191,6 +191,9 @@ class SparkSourceSettings:
     incrementing_unique: bool
     task_index: int
     task_count: int
+    json_converters: bool = True
+    """Both the connector's ``key.converter`` and ``value.converter`` are ``json``:
+    Spark may write the records' JSON itself (see :mod:`.mapping`)."""
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> SparkSourceSettings:
@@ -222,10 +225,15 @@ class SparkSourceSettings:
             incrementing_unique=values["incrementing.column.unique"],
             task_index=int(props.get(TASK_INDEX, 0)),
             task_count=int(props.get(TASK_COUNT, 1)),
+            json_converters=all(
+                str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
+                for which in ("key", "value")
+            ),
         )
 
     @property
     def rows_per_poll(self) -> int:
-        """Rows one poll hands over: half the buffer, since Spark's current Arrow batch
-        (at most the other half) is held at the same time."""
-        return max(1, min(self.batch_rows, self.max_buffered_rows // 2))
+        """Rows one poll hands over: a quarter of the buffer, since up to two Arrow
+        batches (a quarter each) and two chunks are held at the same time (files mode
+        reads ahead, see :class:`~.files_mode.FilesReader`)."""
+        return max(1, min(self.batch_rows, self.max_buffered_rows // 4))

@@ -18,11 +18,15 @@ same way on every read:
   record counter) is the row's position in the file. The reader checks the
   one-partition condition and fails loudly if it does not hold.
 
-The rows at or after the resume index are range-partitioned on that index into
-pieces of about ``max.buffered.rows`` rows and sorted within each piece, then
-streamed piece by piece (:mod:`.arrow_stream`), so they reach Python in index
-order with flat memory however large the file, and a resumed task skips exactly
-the rows whose offsets were committed.
+The rows at or after the resume index reach Python in index order, piece by
+piece (:mod:`.arrow_stream`), with flat memory however large the file, so a
+resumed task skips exactly the rows whose offsets were committed. Parquet is
+streamed in scan order (row groups in file order, rows in order within each), in
+input partitions of about ``max.buffered.rows`` rows (``maxPartitionBytes`` set
+from the file's bytes per row); the cursor checks every index, and should a scan
+ever hand rows over out of order, it reopens the file sorted. Other formats are
+range-partitioned on the index into pieces of about ``max.buffered.rows`` rows and
+sorted within each piece.
 
 **Assignment.** Files are found at run time, so each task lists ``path`` itself
 every ``poll.interval.ms`` and keeps the files with
@@ -38,14 +42,16 @@ import datetime
 import logging
 import math
 import zlib
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from eos.api import OffsetStorageReader, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import RowStream, open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
-from services.connectors.spark.mapping import TIMESTAMP_COLUMN, RecordMapper, json_projection
+from services.connectors.spark.mapping import Encoder
 from services.connectors.spark.session import task_session
 
 if TYPE_CHECKING:
@@ -114,13 +120,16 @@ def list_files(session: SparkSession, settings: SparkSourceSettings) -> list[Fil
     return sorted(files, key=lambda f: f.path)
 
 
-def _indexed(session: SparkSession, settings: SparkSourceSettings, path: str) -> DataFrame:
-    from pyspark.sql import functions as F
-
+def _read(session: SparkSession, settings: SparkSourceSettings, path: str) -> DataFrame:
     reader = session.read.format(settings.format).options(**settings.options)
     if settings.schema:
         reader = reader.schema(settings.schema)
-    df = reader.load(path)
+    return reader.load(path)
+
+
+def _indexed(df: DataFrame, settings: SparkSourceSettings, path: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
     if settings.format == "parquet":
         return df.select("*", F.col("_metadata.row_index").alias(ROW_COLUMN))
     partitions = df.rdd.getNumPartitions()
@@ -132,22 +141,36 @@ def _indexed(session: SparkSession, settings: SparkSourceSettings, path: str) ->
     return df.select("*", F.monotonically_increasing_id().alias(ROW_COLUMN))
 
 
+def _sorted(df: DataFrame, count: int, piece_rows: int) -> DataFrame:
+    """``df`` in row-index order, in partitions of about ``piece_rows`` rows."""
+    pieces = math.ceil(count / piece_rows)
+    if pieces <= 1:
+        return df.coalesce(1).sortWithinPartitions(ROW_COLUMN)
+    return df.repartitionByRange(pieces, ROW_COLUMN).sortWithinPartitions(ROW_COLUMN)
+
+
 class FileCursor:
-    """The rows of one file from ``start`` on, in index order, as records (blocking)."""
+    """The rows of one file from ``start`` on, in index order, as records (blocking).
+
+    ``resort`` (Parquet, read in scan order) reopens the file from a row in sorted
+    order; it is used if the scan ever hands rows over out of order."""
 
     def __init__(
         self,
         file: FileInfo,
         start: int,
-        end: int,
-        stream: RowStream | None,
-        mapper: RecordMapper | None,
+        stream: RowStream,
+        encoder: Encoder,
+        settings: SparkSourceSettings,
+        resort: Callable[[int], RowStream] | None = None,
     ) -> None:
         self.file = file
+        self.start = start
         self.next_row = start
-        self.end = end
-        self._stream = stream
-        self._mapper = mapper
+        self._stream: RowStream | None = stream
+        self._encoder = encoder
+        self._topic = settings.topic
+        self._resort = resort
         self._partition = file.partition()
         self._path_header = (FILE_HEADER, file.path.encode())
 
@@ -155,39 +178,46 @@ class FileCursor:
     def exhausted(self) -> bool:
         return self._stream is None
 
-    def next_records(self, limit: int) -> list[SourceRecord]:
-        if self._stream is None or self._mapper is None:
-            return []
-        rows = self._stream.next_rows(limit)
-        if not rows:
+    def prefetch(self) -> None:
+        """Wait until Spark has the first rows ready (so the next call is fast)."""
+        if self._stream is not None and not self._stream.prefetch():
             self.close()
-            if self.next_row != self.end:
-                log.warning(
-                    "file %s ended at row %d, expected %d: it changed while being read",
-                    self.file.path,
-                    self.next_row,
-                    self.end,
-                )
+
+    def next_records(self, limit: int) -> list[SourceRecord]:
+        """Up to ``limit`` records; the offset of the file's last row says ``done``."""
+        stream = self._stream
+        if stream is None:
             return []
-        records = []
-        for row in rows:
-            index = row[ROW_COLUMN]
-            if index != self.next_row:
-                self.close()
-                raise RuntimeError(
-                    f"rows of {self.file.path} arrived out of order: row {index} where "
-                    f"{self.next_row} was due"
-                )
-            self.next_row = index + 1
-            offset = {
-                "row": self.next_row,
-                "done": self.next_row >= self.end,
-                "size": self.file.size,
-                "mtime": self.file.mtime,
-            }
-            headers = (self._path_header, (ROW_HEADER, str(index).encode()))
-            records.append(self._mapper.record(row, self._partition, offset, headers))
-        if self.next_row >= self.end:
+        chunk = self._encoder.read(stream, limit)
+        indexes = chunk.column(ROW_COLUMN)
+        if not indexes:
+            self.close()
+            return []
+        first = self.next_row
+        if indexes != list(range(first, first + len(indexes))):
+            due = next(i for n, i in enumerate(indexes) if i != first + n)
+            if self._resort is not None:
+                log.info("rows of %s arrived out of order; reading it sorted", self.file.path)
+                stream.close()
+                self._stream, self._resort = self._resort(first), None
+                return self.next_records(limit)
+            self.close()
+            raise RuntimeError(
+                f"rows of {self.file.path} arrived out of order: row {due} where "
+                f"{first + indexes.index(due)} was due"
+            )
+        self.next_row = end = first + len(indexes)
+        done = not stream.prefetch()  # rows after this chunk? (Spark is ahead anyway)
+        # Only a chunk's last record carries the offset (the others advance none): the
+        # runtime commits at poll boundaries, and SparkSource draws no others.
+        offsets: list[dict[str, Any] | None] = [None] * len(indexes)
+        offsets[-1] = {"row": end, "done": done, "size": self.file.size, "mtime": self.file.mtime}
+        path = self._path_header
+        headers = [(path, (ROW_HEADER, str(i).encode())) for i in indexes]
+        records = self._encoder.records(
+            chunk, topic=self._topic, partition=self._partition, offsets=offsets, headers=headers
+        )
+        if done:
             self.close()
         return records
 
@@ -197,33 +227,43 @@ class FileCursor:
             stream.close()
 
 
+DEFAULT_ROW_BYTES = 100
+"""Bytes per row of a Parquet file assumed until a file was read to the end."""
+
+
 def open_file(
-    session: SparkSession, settings: SparkSourceSettings, file: FileInfo, start: int
+    session: SparkSession,
+    settings: SparkSourceSettings,
+    file: FileInfo,
+    start: int,
+    row_bytes: float = DEFAULT_ROW_BYTES,
 ) -> FileCursor:
-    """A cursor over ``file`` from row ``start`` (blocking: counts the remaining rows
-    and starts Spark's stream)."""
+    """A cursor over ``file`` from row ``start`` (blocking: plans and starts Spark's
+    stream).
+
+    Parquet is streamed in scan order (row groups in file order, each in row order,
+    which is row-index order), in input partitions of about ``max.buffered.rows``
+    rows of ``row_bytes`` bytes each (at least a row group); other formats, and
+    Parquet if its scan ever hands rows over out of order, are counted and sorted by
+    row index first (a shuffle)."""
     from pyspark.sql import functions as F
 
-    df = _indexed(session, settings, file.path)
-    remaining = df.filter(F.col(ROW_COLUMN) >= start)
-    count = remaining.count()
-    if count == 0:
-        return FileCursor(file, start, start, None, None)
-    pieces = math.ceil(count / settings.max_buffered_rows)
-    if pieces == 1:
-        ordered = remaining.coalesce(1).sortWithinPartitions(ROW_COLUMN)
-    else:
-        ordered = remaining.repartitionByRange(pieces, ROW_COLUMN).sortWithinPartitions(ROW_COLUMN)
-    projected, timestamp_source = json_projection(ordered, settings.timestamp_column)
-    mapper = RecordMapper(
-        projected.schema,
-        topic=settings.topic,
-        topic_column=settings.topic_column,
-        key_columns=settings.key_columns,
-        timestamp_column=timestamp_source,
-        hidden=(ROW_COLUMN, TIMESTAMP_COLUMN),
-    )
-    return FileCursor(file, start, start + count, open_arrow_stream(projected), mapper)
+    piece_rows = settings.max_buffered_rows
+    if settings.format == "parquet":
+        piece_bytes = max(1 << 20, int(row_bytes * piece_rows))
+        session.conf.set("spark.sql.files.maxPartitionBytes", str(piece_bytes))
+    indexed = _indexed(_read(session, settings, file.path), settings, file.path)
+
+    encoder = Encoder(indexed, settings, keep=(ROW_COLUMN,), where=file.path)
+
+    def resort(row: int) -> RowStream:
+        rest = encoder.frame.filter(F.col(ROW_COLUMN) >= row)
+        return open_arrow_stream(_sorted(rest, rest.count(), piece_rows))
+
+    if settings.format != "parquet":
+        return FileCursor(file, start, resort(start), encoder, settings)
+    scan = encoder.frame.filter(F.col(ROW_COLUMN) >= start)
+    return FileCursor(file, start, open_arrow_stream(scan), encoder, settings, resort)
 
 
 @dataclass
@@ -233,15 +273,38 @@ class _Known:
 
 
 class FilesReader:
-    """One task's share of the files, read one file at a time."""
+    """One task's share of the files, read ahead in two background stages.
 
-    def __init__(self, settings: SparkSourceSettings, resources: WorkerResources) -> None:
+    ``refresh`` (called by ``poll``) queues new files. The *opener* opens the next
+    queued file and waits for Spark's first Arrow batch of it while the *reader*
+    streams the current file, one ``rows_per_poll`` chunk ahead of ``poll``: Spark
+    prepares the next file while Python delivers this one. Python holds at most two
+    Arrow batches (``max.buffered.rows / 4`` rows each: the current and the next
+    file's) and two chunks (the reader's next one and the one ``poll`` returned).
+    """
+
+    def __init__(
+        self,
+        settings: SparkSourceSettings,
+        resources: WorkerResources,
+        start_soon: Callable[..., None],
+    ) -> None:
         self._settings = settings
         self._resources = resources
+        self._start_soon = start_soon
         self._session: SparkSession | None = None
         self._known: dict[str, _Known] = {}
-        self._queue: deque[tuple[FileInfo, int]] = deque()
-        self._cursor: FileCursor | None = None
+        # Each stream end is closed by its owner: the queue's send end and the chunks'
+        # receive end by stop(), the others by the stage that uses them.
+        self._queued_send, self._queued = anyio.create_memory_object_stream[tuple[FileInfo, int]](
+            math.inf
+        )
+        self._opened_send, self._opened = anyio.create_memory_object_stream[FileCursor]()
+        self._chunks_send, self._chunks = anyio.create_memory_object_stream[list[SourceRecord]]()
+        self._files_in_flight = 0
+        """Files queued and not yet delivered to the last row."""
+        self._row_bytes: float = DEFAULT_ROW_BYTES
+        """Bytes per row of the last Parquet file read whole (sizes Spark's pieces)."""
         self.changed_files = 0
         """Files found changed after (or while) they were read; each counted once."""
 
@@ -250,8 +313,17 @@ class FilesReader:
         return self._session
 
     async def start(self) -> None:
-        arrow_rows = max(1, self._settings.max_buffered_rows // 2)
-        self._session = await self._resources.run_blocking(self._make_session, arrow_rows)
+        arrow_rows = max(1, self._settings.max_buffered_rows // 4)
+        try:
+            self._session = await self._resources.run_blocking(self._make_session, arrow_rows)
+        except BaseException:
+            for end in (self._queued_send, self._queued, self._opened_send, self._opened):
+                end.close()
+            self._chunks_send.close()
+            self._chunks.close()
+            raise
+        self._start_soon(self._open_files)
+        self._start_soon(self._read_files)
 
     def _make_session(self, arrow_rows: int) -> SparkSession:
         single = self._settings.format != "parquet"
@@ -260,7 +332,7 @@ class FilesReader:
     @property
     def idle(self) -> bool:
         """Nothing to read until the next listing."""
-        return self._cursor is None and not self._queue
+        return self._files_in_flight == 0
 
     async def refresh(self, offsets: OffsetStorageReader) -> None:
         """List the files, queue this task's new ones (resuming from ``offsets``, an
@@ -282,12 +354,16 @@ class FilesReader:
         for file, offset in zip(new, committed, strict=True):
             entry = self._known[file.path] = _Known(file)
             if offset is None:
-                self._queue.append((file, 0))
+                self._queue(file, 0)
             elif file.changed_since(offset):
                 entry.reported = True
                 self._report_changed(file, "after rows of it were delivered")
             elif not offset.get("done"):
-                self._queue.append((file, int(offset.get("row", 0))))
+                self._queue(file, int(offset.get("row", 0)))
+
+    def _queue(self, file: FileInfo, start: int) -> None:
+        self._files_in_flight += 1
+        self._queued_send.send_nowait((file, start))
 
     def _report_changed(self, file: FileInfo, when: str) -> None:
         self.changed_files += 1
@@ -299,24 +375,58 @@ class FilesReader:
             file.mtime,
         )
 
-    async def next_records(self) -> list[SourceRecord]:
-        """The next records of the current (or next queued) file; empty when idle."""
-        if self._cursor is None:
-            if not self._queue:
-                return []
-            file, start = self._queue.popleft()
-            self._cursor = await self._resources.run_blocking(
-                open_file, self._spark(), self._settings, file, start
-            )
-        cursor = self._cursor
-        records = await self._resources.run_blocking(
-            cursor.next_records, self._settings.rows_per_poll
-        )
-        if cursor.exhausted:
-            self._cursor = None
-        return records
+    async def next_records(self, wait: float) -> list[SourceRecord]:
+        """The next chunk of records, or an empty list if none came within ``wait`` s."""
+        try:
+            return self._chunks.receive_nowait()
+        except anyio.WouldBlock:
+            pass
+        with anyio.move_on_after(wait):
+            return await self._chunks.receive()
+        return []
+
+    async def _open_files(self) -> None:
+        """Stage 1: open each queued file and let Spark compute its first batch."""
+        async with self._queued, self._opened_send:
+            async for file, start in self._queued:
+                cursor = await self._resources.run_blocking(
+                    open_file, self._spark(), self._settings, file, start, self._row_bytes
+                )
+                try:
+                    await self._resources.run_blocking(cursor.prefetch)
+                    await self._opened_send.send(cursor)
+                except anyio.BrokenResourceError:  # the reader stopped
+                    await self._close(cursor)
+                    return
+                except BaseException:
+                    await self._close(cursor)
+                    raise
+
+    async def _read_files(self) -> None:
+        """Stage 2: stream each opened file, one chunk ahead of ``poll``."""
+        async with self._opened, self._chunks_send:
+            async for cursor in self._opened:
+                try:
+                    while not cursor.exhausted:
+                        records = await self._resources.run_blocking(
+                            cursor.next_records, self._settings.rows_per_poll
+                        )
+                        if records:
+                            await self._chunks_send.send(records)
+                except anyio.BrokenResourceError:  # stop() was called
+                    return
+                finally:
+                    await self._close(cursor)
+                self._files_in_flight -= 1
+                if cursor.start == 0 and cursor.next_row > 0:
+                    self._row_bytes = cursor.file.size / cursor.next_row
+
+    async def _close(self, cursor: FileCursor) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._resources.run_blocking(cursor.close)
 
     async def stop(self) -> None:
-        cursor, self._cursor = self._cursor, None
-        if cursor is not None:
-            await self._resources.run_blocking(cursor.close)
+        """Stop taking files and chunks; the stages end (closing their files) when
+        they notice, or when the runtime cancels them after ``stop``."""
+        self._queued_send.close()
+        self._chunks.close()

@@ -20,10 +20,21 @@ map                           object; non-string keys become their JSON text ("1
 null                          null
 ============================  ===============================================
 
-Top-level decimal, date, timestamp and binary columns are converted by Spark itself
-(:func:`json_projection`), which saves Python most of its work; a top-level
-timestamp is then written with the offset of the Spark session's time zone
-(``spark.sql.session.timeZone``; +00:00 on a UTC machine), a nested one in UTC.
+Two ways to the same JSON:
+
+- **In Spark** (:func:`encode_in_spark`, used when the connector's key and value
+  converters are both ``json``, the default): Spark converts every column as the
+  table says and writes the key and value JSON itself (``to_json``, nulls kept);
+  Python only passes the bytes on (``SourceRecord(encoded=True)``). Timestamps,
+  nested ones too, carry the offset of the Spark session's time zone
+  (``spark.sql.session.timeZone``; +00:00 on a UTC machine); a float is written
+  as its shortest decimal text (0.1, not 0.10000000149011612); non-ASCII text as
+  UTF-8. A column type Spark cannot write as the table says (intervals, variant,
+  maps with complex keys) switches the file or batch to the Python way.
+- **In Python** (:class:`RecordMapper`, any other converter): top-level decimal,
+  date, timestamp and binary columns are still converted by Spark
+  (:func:`json_projection`); the rest by the converters below, nested timestamps
+  in UTC.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import base64
 import datetime
 import decimal
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,13 +51,23 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import types as T
 
 from eos.api import SourceOffset, SourcePartition, SourceRecord
+from services.connectors.spark.arrow_stream import Columns, RowStream
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from services.connectors.spark.config import SparkSourceSettings
+
+log = logging.getLogger(__name__)
+
 Convert = Callable[[Any], Any]
 TIMESTAMP_COLUMN = "__eos_timestamp_ms"
 """Hidden column :func:`json_projection` adds with ``timestamp.column`` in epoch ms."""
+KEY_COLUMN = "__eos_key"
+VALUE_COLUMN = "__eos_value"
+TOPIC_COLUMN = "__eos_topic"
+"""Columns of :func:`encode_in_spark`: key and value JSON (binary), topic (string)."""
+_TO_JSON = {"ignoreNullFields": "false"}
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
@@ -180,6 +202,184 @@ def _epoch_millis_in_spark(column: Column, data_type: T.DataType) -> Column | No
     return None
 
 
+class NotInSpark(Exception):
+    """A column type Spark cannot write as the mapping table says."""
+
+
+def json_ready(column: Column, data_type: T.DataType) -> Column:
+    """``column`` with every value in the form ``to_json`` must write (recursively);
+    :class:`NotInSpark` for a type that has none."""
+    from pyspark.sql import functions as F
+
+    converted = _in_spark(column, data_type)
+    if converted is not None:
+        return converted
+    if isinstance(data_type, T.ArrayType):
+        element = data_type.elementType
+        if _plain(element):
+            return column
+        return F.transform(column, lambda x: json_ready(x, element))
+    if isinstance(data_type, T.StructType):
+        if all(_plain(f.dataType) for f in data_type.fields):
+            return column
+        fields = [
+            json_ready(column.getField(f.name), f.dataType).alias(f.name) for f in data_type.fields
+        ]
+        return F.when(column.isNotNull(), F.struct(*fields))
+    if isinstance(data_type, T.MapType):
+        key_type, value_type = data_type.keyType, data_type.valueType
+        if not isinstance(key_type, (*_SCALAR, *_CONVERTED)):
+            raise NotInSpark(f"map key type {key_type.simpleString()}")
+        if not _plain(key_type):
+            column = F.transform_keys(column, lambda k, _: json_ready(k, key_type))
+        if not _plain(value_type):
+            column = F.transform_values(column, lambda _, v: json_ready(v, value_type))
+        return column
+    if _plain(data_type):
+        return column
+    raise NotInSpark(f"type {data_type.simpleString()}")
+
+
+_SCALAR = (
+    T.StringType,
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.NullType,
+)
+
+
+_CONVERTED = (T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType)
+
+
+def _plain(data_type: T.DataType) -> bool:
+    """Written by ``to_json`` as the mapping table says without conversion."""
+    if isinstance(data_type, (*_SCALAR, T.BinaryType)):
+        return True
+    if isinstance(data_type, T.ArrayType):
+        return _plain(data_type.elementType)
+    if isinstance(data_type, T.StructType):
+        return all(_plain(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.MapType):
+        return isinstance(data_type.keyType, _SCALAR) and _plain(data_type.valueType)
+    return False
+
+
+def check_columns(
+    names: Sequence[str],
+    *,
+    topic_column: str = "",
+    key_columns: Sequence[str] = (),
+    timestamp_column: str = "",
+    hidden: Sequence[str] = (),
+) -> None:
+    """ValueError naming the setting if a column it names is not in ``names``."""
+    for setting, column in (
+        ("topic.column", topic_column),
+        ("timestamp.column", timestamp_column),
+        *(("key.columns", c) for c in key_columns),
+    ):
+        if column and column not in names:
+            known = ", ".join(n for n in names if n not in hidden)
+            raise ValueError(
+                f"setting {setting!r} names column {column!r}, which the data does not "
+                f"have (columns: {known})"
+            )
+
+
+def encode_in_spark(
+    df: DataFrame,
+    *,
+    key_columns: Sequence[str] = (),
+    topic_column: str = "",
+    timestamp_column: str = "",
+    keep: Sequence[str] = (),
+) -> DataFrame:
+    """``df`` as encoded records: :data:`VALUE_COLUMN` (the row without the ``keep``
+    columns as JSON bytes), :data:`KEY_COLUMN` (``key.columns`` as JSON bytes, or
+    null), :data:`TOPIC_COLUMN` (with ``topic.column``), :data:`TIMESTAMP_COLUMN`
+    (with ``timestamp.column``, epoch ms) and the ``keep`` columns as they are.
+    :class:`NotInSpark` if a column's type needs the Python mapping."""
+    from pyspark.sql import functions as F
+
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    check_columns(
+        list(fields),
+        topic_column=topic_column,
+        key_columns=key_columns,
+        timestamp_column=timestamp_column,
+        hidden=keep,
+    )
+    ready = {
+        name: json_ready(F.col(_quoted(name)), t) for name, t in fields.items() if name not in keep
+    }
+
+    def as_json(names: Sequence[str]) -> Column:
+        return F.to_json(F.struct(*(ready[n].alias(n) for n in names)), _TO_JSON)
+
+    columns = [as_json(list(ready)).cast("binary").alias(VALUE_COLUMN)]
+    if len(key_columns) == 1:
+        (name,) = key_columns
+        text = F.to_json(F.array(ready[name]), _TO_JSON)  # '[<json>]': JSON of a scalar too
+        key = F.when(F.col(_quoted(name)).isNotNull(), text.substr(F.lit(2), F.length(text) - 2))
+        columns.append(key.cast("binary").alias(KEY_COLUMN))
+    elif key_columns:
+        key = as_json(key_columns)
+        columns.append(key.cast("binary").alias(KEY_COLUMN))
+    else:
+        columns.append(F.lit(None).cast("binary").alias(KEY_COLUMN))
+    if topic_column:
+        columns.append(ready[topic_column].cast("string").alias(TOPIC_COLUMN))
+    if timestamp_column:
+        data_type = fields[timestamp_column]
+        source = F.col(_quoted(timestamp_column))
+        millis = _epoch_millis_in_spark(source, data_type)
+        if millis is None and isinstance(data_type, T.NumericType):
+            millis = source.cast("long")
+        if millis is None:
+            raise ValueError(
+                f"setting 'timestamp.column' names column {timestamp_column!r} of type "
+                f"{data_type.simpleString()}: use a timestamp, date or epoch-milliseconds column"
+            )
+        columns.append(millis.alias(TIMESTAMP_COLUMN))
+    columns += [F.col(_quoted(name)) for name in keep]
+    return df.select(*columns)
+
+
+def encoded_records(
+    columns: Mapping[str, list[Any]],
+    *,
+    topic: str,
+    partition: SourcePartition,
+    offsets: Sequence[SourceOffset | None],
+    headers: Sequence[Sequence[tuple[str, bytes]]],
+) -> list[SourceRecord]:
+    """Records from the first ``len(offsets)`` rows of a chunk of :func:`encode_in_spark`
+    rows (one offset and one header sequence per record)."""
+    n = len(offsets)
+    values = columns[VALUE_COLUMN][:n]
+    keys = columns[KEY_COLUMN][:n]
+    topics = columns.get(TOPIC_COLUMN)
+    if topics is not None:
+        topics = topics[:n]
+        for t in topics:
+            if not t:
+                raise ValueError("a row has no topic: its topic.column is empty")
+    else:
+        topics = [topic] * n
+    timestamps = (columns.get(TIMESTAMP_COLUMN) or [None] * n)[:n]
+    return [
+        SourceRecord(p, o, t, v, k, None, ts, h, True)
+        for p, o, t, v, k, ts, h in zip(
+            [partition] * n, offsets, topics, values, keys, timestamps, headers, strict=True
+        )
+    ]
+
+
 def json_projection(df: DataFrame, timestamp_column: str = "") -> tuple[DataFrame, str]:
     """``df`` with its top-level decimal, date, timestamp and binary columns converted
     to their JSON form by Spark, and the column the record timestamp is to be read
@@ -235,18 +435,13 @@ class RecordMapper:
         timestamp_column: str = "",
         hidden: Sequence[str] = (),
     ) -> None:
-        names = set(schema.names)
-        for setting, column in (
-            ("topic.column", topic_column),
-            ("timestamp.column", timestamp_column),
-            *(("key.columns", c) for c in key_columns),
-        ):
-            if column and column not in names:
-                known = ", ".join(n for n in schema.names if n not in hidden)
-                raise ValueError(
-                    f"setting {setting!r} names column {column!r}, which the data does not "
-                    f"have (columns: {known})"
-                )
+        check_columns(
+            schema.names,
+            topic_column=topic_column,
+            key_columns=key_columns,
+            timestamp_column=timestamp_column,
+            hidden=hidden,
+        )
         self._topic = topic
         self._topic_column = topic_column
         self._key_columns = tuple(key_columns)
@@ -298,3 +493,88 @@ class RecordMapper:
             timestamp=timestamp,
             headers=tuple(headers),
         )
+
+
+class Chunk:
+    """Rows read from a stream: as columns (Spark encoded them) or as dicts (for the
+    :class:`RecordMapper`)."""
+
+    def __init__(
+        self, columns: Columns | None = None, rows: list[dict[str, Any]] | None = None
+    ) -> None:
+        self.columns = columns
+        self.rows = rows
+
+    def __len__(self) -> int:
+        if self.rows is not None:
+            return len(self.rows)
+        return len(next(iter(self.columns.values()), [])) if self.columns else 0
+
+    def column(self, name: str) -> list[Any]:
+        if self.rows is not None:
+            return [row[name] for row in self.rows]
+        assert self.columns is not None
+        return self.columns[name]
+
+
+class Encoder:
+    """How the rows of one DataFrame become records: Spark writes the JSON
+    (:func:`encode_in_spark`) when both converters are ``json`` and it can write every
+    column, else the :class:`RecordMapper` maps them in Python. ``keep`` columns are
+    left out of the value and read as they are (row index, offsets)."""
+
+    def __init__(
+        self, df: DataFrame, settings: SparkSourceSettings, keep: Sequence[str], where: str
+    ) -> None:
+        self.mapper: RecordMapper | None = None
+        if settings.json_converters:
+            try:
+                self.frame = encode_in_spark(
+                    df,
+                    key_columns=settings.key_columns,
+                    topic_column=settings.topic_column,
+                    timestamp_column=settings.timestamp_column,
+                    keep=keep,
+                )
+                return
+            except NotInSpark as exc:
+                log.info(
+                    "%s: rows are mapped to JSON in Python (Spark cannot write %s)", where, exc
+                )
+        self.frame, timestamp_source = json_projection(df, settings.timestamp_column)
+        self.mapper = RecordMapper(
+            self.frame.schema,
+            topic=settings.topic,
+            topic_column=settings.topic_column,
+            key_columns=settings.key_columns,
+            timestamp_column=timestamp_source,
+            hidden=(*keep, TIMESTAMP_COLUMN),
+        )
+
+    def read(self, stream: RowStream, limit: int) -> Chunk:
+        """Up to ``limit`` rows of ``stream`` (which streams :attr:`frame`)."""
+        if self.mapper is None:
+            return Chunk(columns=stream.next_columns(limit))
+        return Chunk(rows=stream.next_rows(limit))
+
+    def records(
+        self,
+        chunk: Chunk,
+        *,
+        topic: str,
+        partition: SourcePartition,
+        offsets: Sequence[SourceOffset | None],
+        headers: Sequence[Sequence[tuple[str, bytes]]],
+    ) -> list[SourceRecord]:
+        """The first ``len(offsets)`` rows of ``chunk`` as records."""
+        if self.mapper is None:
+            assert chunk.columns is not None
+            return encoded_records(
+                chunk.columns, topic=topic, partition=partition, offsets=offsets, headers=headers
+            )
+        assert chunk.rows is not None
+        mapper = self.mapper
+        return [
+            mapper.record(row, partition, offset, header)
+            for row, offset, header in zip(chunk.rows, offsets, headers, strict=False)
+        ]

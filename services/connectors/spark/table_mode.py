@@ -23,12 +23,7 @@ from typing import TYPE_CHECKING, Any
 from eos.api import OffsetStorageReader, SourcePartition, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
-from services.connectors.spark.mapping import (
-    TIMESTAMP_COLUMN,
-    RecordMapper,
-    converter,
-    json_projection,
-)
+from services.connectors.spark.mapping import Chunk, Encoder, json_ready
 from services.connectors.spark.session import task_session
 
 if TYPE_CHECKING:
@@ -47,15 +42,18 @@ def source_partition(settings: SparkSourceSettings) -> dict[str, Any]:
     return {"query": settings.query}
 
 
-def _drain(df: DataFrame) -> list[dict[str, Any]]:
-    stream = open_arrow_stream(df)
-    rows: list[dict[str, Any]] = []
+INCREMENTING = "__eos_incrementing"
+"""Hidden column: the incrementing column's value in its JSON form (the offset)."""
+
+
+def _drain(encoder: Encoder) -> Chunk:
+    """Every row of ``encoder.frame`` (a bounded read: at most ``batch.rows``, or a
+    run of equal values)."""
+    stream = open_arrow_stream(encoder.frame)
     try:
-        while chunk := stream.next_rows(1 << 20):
-            rows.extend(chunk)
+        return encoder.read(stream, 1 << 62)
     finally:
         stream.close()
-    return rows
 
 
 class TableReader:
@@ -114,43 +112,45 @@ class TableReader:
         if self._last is not None:
             above = above & (F.col(column) > literal(self._last))
         limit = s.rows_per_poll
-        batch, timestamp_source = json_projection(
-            df.filter(above).orderBy(F.col(column).asc()).limit(limit), s.timestamp_column
-        )
-        # the column's values as JSON: what offsets hold and literals are cast back from
-        to_json = converter(batch.schema[column].dataType)
-        rows = _drain(batch)
-        if rows and not s.incrementing_unique and len(rows) == limit:
-            tied = rows[-1][column]
-            before = [r for r in rows if r[column] != tied]
-            if before:
-                rows = before  # the run of equal values goes whole into the next batch
+        offset_column = json_ready(F.col(column), data_type).alias(INCREMENTING)
+
+        def encoder_of(selected: DataFrame) -> Encoder:
+            with_offset = selected.select("*", offset_column)
+            return Encoder(with_offset, s, keep=(INCREMENTING,), where=str(self._partition))
+
+        encoder = encoder_of(df.filter(above).orderBy(F.col(column).asc()).limit(limit))
+        chunk = _drain(encoder)
+        values = chunk.column(INCREMENTING)
+        if values and not s.incrementing_unique and len(values) == limit:
+            tied = values[-1]
+            count = len(values)
+            while count and values[count - 1] == tied:
+                count -= 1
+            if count:
+                values = values[:count]  # the run of equal values goes whole into the next batch
             else:
-                tied_json = tied if to_json is None else to_json(tied)
-                equal = df.filter(F.col(column) == literal(tied_json))
-                rows = _drain(json_projection(equal, s.timestamp_column)[0])
+                encoder = encoder_of(df.filter(F.col(column) == literal(tied)))
+                chunk = _drain(encoder)
+                values = chunk.column(INCREMENTING)
                 log.warning(
                     "%d rows share %s=%r, more than batch.rows; read in one batch",
-                    len(rows),
+                    len(values),
                     column,
-                    tied_json,
+                    tied,
                 )
-        if not rows:
+        if not values:
             return []
-        mapper = RecordMapper(
-            batch.schema,
+        # Only the last record carries the offset: a poll is committed whole.
+        offsets: list[dict[str, Any] | None] = [None] * len(values)
+        offsets[-1] = {"value": values[-1]}
+        records = encoder.records(
+            chunk,
             topic=s.topic,
-            topic_column=s.topic_column,
-            key_columns=s.key_columns,
-            timestamp_column=timestamp_source,
-            hidden=(TIMESTAMP_COLUMN,),
+            partition=self._partition,
+            offsets=offsets,
+            headers=[(self._lineage,)] * len(values),
         )
-        records = []
-        for row in rows:
-            raw = row[column]
-            value = raw if to_json is None else to_json(raw)
-            records.append(mapper.record(row, self._partition, {"value": value}, (self._lineage,)))
-        self._last = records[-1].source_offset["value"] if records[-1].source_offset else None
+        self._last = values[-1]
         return records
 
     async def stop(self) -> None:

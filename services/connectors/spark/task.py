@@ -2,8 +2,9 @@
 
 Every Spark call runs in the worker's bounded thread pool
 (``context.resources.run_blocking``), never on the event loop. The task holds at
-most ``max.buffered.rows`` rows in Python: one Arrow batch from Spark (at most
-half of it) plus the rows of the poll being built (at most the other half).
+most ``max.buffered.rows`` rows in Python (see
+:class:`~services.connectors.spark.files_mode.FilesReader` for how files mode reads
+ahead in background stages started with ``context.start_soon``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class SparkSourceTask(SourceTask):
         self._settings = settings = SparkSourceSettings.parse(config)
         self._context = context
         if settings.mode == "files":
-            self._files = FilesReader(settings, context.resources)
+            self._files = FilesReader(settings, context.resources, context.start_soon)
             await self._files.start()
         else:
             self._table = TableReader(settings, context.resources)
@@ -65,8 +66,9 @@ class SparkSourceTask(SourceTask):
             if now >= self._next_check:
                 self._next_check = now + self._settings.poll_interval
                 await self._files.refresh(self._context.offset_reader)
-            records = await self._files.next_records()
-        elif self._table is not None and now >= self._next_check:
+            wait = min(IDLE_SECONDS, self._next_check - time.monotonic())
+            return await self._files.next_records(max(0.0, wait)) or None
+        if self._table is not None and now >= self._next_check:
             records = await self._table.next_records()
             self._caught_up = len(records) < self._settings.rows_per_poll
             if self._caught_up:  # wait for new rows
