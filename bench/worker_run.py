@@ -80,11 +80,16 @@ def bench_settings(bootstrap: str, prefix: str, extra: Mapping[str, str]) -> Wor
 
 
 async def run_until_committed(
-    settings: WorkerConfig, connector: Mapping[str, str], target: int, timeout: float
+    settings: WorkerConfig,
+    connector: Mapping[str, str],
+    target: int,
+    timeout: float,
+    *,
+    progress: Progress | None = None,
 ) -> Progress:
     """Run one connector until ``target`` records are committed, the timeout passes or
     the worker stops (Ctrl-C); ``progress.done`` says whether the target was reached."""
-    progress = Progress(target=target)
+    progress = progress or Progress(target=target)
     async with anyio.create_task_group() as tg:
         run = partial(run_worker, settings, [connector], observer=CountingObserver(progress))
         worker = await tg.start(run)

@@ -50,6 +50,7 @@ class ExactlyOnceTask(SourceTaskRunner):
         if deps.boundary == "connector":
             self._requests = TransactionRequests()
             self._policy = ConnectorBoundary(self._requests)
+            self.record_boundaries = True
         elif deps.boundary == "interval":
             self._policy = IntervalBoundary(deps.boundary_interval_ms, deps.clock)
         else:

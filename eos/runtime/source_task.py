@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import structlog
 from aiokafka import AIOKafkaProducer
 
@@ -44,7 +45,7 @@ from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
 from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
-from eos.runtime.sending import KeyPartitioner, Outgoing, SendFailed, Sent, send_segment
+from eos.runtime.sending import KeyPartitioner, SendFailed, Sent, send_records
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
 
 StatusSink = Callable[[str, str | None], Awaitable[None]]
@@ -141,7 +142,8 @@ class SourceTaskRunner(ABC):
     # ------------------------------------------------------------------ control
 
     def request_stop(self) -> None:
-        """Ask the loop to stop after the current step; interrupts a waiting poll."""
+        """Ask the loop to stop after the current step; interrupts start-up (whose
+        checks may wait for the coordinator) and a waiting poll."""
         self._stop_requested = True
         if self._poll_scope is not None:
             self._poll_scope.cancel()
@@ -159,8 +161,20 @@ class SourceTaskRunner(ABC):
             self.stopped.set()
 
     async def _run(self) -> None:
-        if not await self.startup():
-            self.log.info("start-up abandoned: a newer task generation exists")
+        try:
+            with anyio.CancelScope() as scope:
+                self._poll_scope = scope
+                if self._stop_requested:
+                    scope.cancel()
+                started = await self.startup()
+            self._poll_scope = None
+        except BaseException:
+            await self._shielded(self._close_producer(), "producer close")
+            raise
+        if scope.cancelled_caught or not started:
+            await self._shielded(self._close_producer(), "producer close")
+            why = "stop requested" if scope.cancelled_caught else "a newer task generation exists"
+            self.log.info("start-up abandoned", reason=why)
             return
         try:
             # The task's background coroutines (context.start_soon) live in this group:
@@ -230,25 +244,36 @@ class SourceTaskRunner(ABC):
             self._poll_scope = scope
             if self._stop_requested:
                 scope.cancel()
-            batch = await self.task.poll()
+            try:
+                batch = await self.task.poll()
+            except Exception as exc:
+                # A failing background coroutine may have ended what poll waited on
+                # (e.g. closed its stream) before its own error was recorded.
+                with anyio.CancelScope(shield=True):
+                    await anyio.lowlevel.checkpoint()
+                if self._background_error is not None:
+                    raise self._background_error from exc
+                raise
             self.deps.observer.poll_completed(len(batch or ()), time.perf_counter() - started)
             return batch
-        return None  # cancelled by request_stop
+        return None  # cancelled by request_stop or a background failure
 
     async def _dispatch(self, batch: Sequence[SourceRecord]) -> None:
         """Convert and send a poll batch; a record-level boundary splits it."""
-        segment: list[Outgoing] = []
-        for record in batch:
-            segment.append(self._convert(record))
+        if not self.record_boundaries:
+            await self._send(batch)
+            return
+        start = 0
+        for n, record in enumerate(batch):
             action = self.record_boundary(record)
             if action is not None:
-                await self._send(segment)
-                segment = []
+                await self._send(batch[start : n + 1])
+                start = n + 1
                 await self.act(action)
-        if segment:
-            await self._send(segment)
+        if start < len(batch):
+            await self._send(batch[start:])
 
-    def _convert(self, record: SourceRecord) -> Outgoing:
+    def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None]:
         if record.topic == self.deps.offsets_topic:
             raise TaskError(
                 f"a record is addressed to the offsets topic {record.topic!r} of this task; "
@@ -257,7 +282,7 @@ class SourceTaskRunner(ABC):
         if record.encoded:
             key, value = record.key, record.value
             if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
-                return Outgoing(record, key, value)
+                return key, value
             raise ConversionError(
                 f"{_where(record)} is marked encoded but its key or value is not bytes "
                 f"(key {type(key).__name__}, value {type(value).__name__})"
@@ -267,7 +292,7 @@ class SourceTaskRunner(ABC):
             value = self.deps.value_converter.convert(record.topic, record.value)
         except Exception as exc:
             raise ConversionError(f"{_where(record)} could not be converted: {exc}") from exc
-        return Outgoing(record, key, value)
+        return key, value
 
     def _check_sent(self) -> None:
         """Raise for a batch that already failed. aiokafka keeps queuing batches after a
@@ -297,26 +322,31 @@ class SourceTaskRunner(ABC):
             return self.fenced_error(error)
         return ConversionError(f"{_where(record)} could not be sent: {error!r}")
 
-    async def _send(self, segment: list[Outgoing]) -> None:
+    async def _send(self, segment: Sequence[SourceRecord]) -> None:
         assert self._producer is not None
         self._check_sent()
         await self.prepare_to_send()
         try:
-            sent = await send_segment(
-                self._producer, self._partitioner, segment, per_record=self._per_record
+            sent = await send_records(
+                self._producer,
+                self._partitioner,
+                segment,
+                self._convert,
+                per_record=self._per_record,
             )
         except SendFailed as failed:
             raise self.send_error(failed.record, failed.cause) from failed.cause
-        self.deps.observer.records_written(len(segment), sum(o.nbytes for o in segment))
+        self.deps.observer.records_written(len(segment), sent.nbytes)
         inflight = self._inflight
         if inflight.opened_at is None:
             inflight.opened_at = self.deps.clock.monotonic()
         inflight.count += len(segment)
         inflight.batches += sent.batches
         inflight.records += sent.records
-        for out in segment:  # record order: the last offset of a partition wins
-            if out.record.source_offset is not None:
-                inflight.offsets.add(out.record.source_partition, out.record.source_offset)
+        offsets = inflight.offsets
+        for record in segment:  # record order: the last offset of a partition wins
+            if record.source_offset is not None:
+                offsets.add(record.source_partition, record.source_offset)
 
     def new_inflight(self) -> InFlight:
         return InFlight(OffsetBatch(self.spec.connector))
@@ -335,6 +365,9 @@ class SourceTaskRunner(ABC):
 
     async def prepare_to_send(self) -> None:
         """Before records are sent (exactly-once: opens the transaction)."""
+
+    record_boundaries = False
+    """Whether :meth:`record_boundary` may split a poll batch (else it is not asked)."""
 
     def record_boundary(self, record: SourceRecord) -> Action | None:
         """A boundary requested right after ``record`` (exactly-once, connector-defined)."""

@@ -126,12 +126,27 @@ TYPE_EXPECTED = [
 ]
 
 
+@pytest.mark.parametrize(
+    "converter",
+    ["json", "eos.runtime.converters:JsonConverter"],
+    ids=["spark-writes-json", "python-maps-rows"],
+)
 async def test_parquet_types_mapped_faithfully(
-    spark: Any, tmp_path: Path, client_config: ClientConfig, topic_factory: TopicFactory
+    converter: str,
+    spark: Any,
+    tmp_path: Path,
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
 ) -> None:
+    """The same JSON whether Spark writes it (both converters ``json``) or Python maps
+    the rows (any other converter, here the JSON converter named by class path)."""
     topic, offsets = await topic_factory(), await topic_factory(compacted=True)
     spark.createDataFrame(TYPE_ROWS, TYPE_SCHEMA).coalesce(1).write.parquet(str(tmp_path / "t"))
-    config = _config(tmp_path / "t", topic, **{"key.columns": "id", "timestamp.column": "day"})
+    config = _config(
+        tmp_path / "t",
+        topic,
+        **{"key.columns": "id", "timestamp.column": "day", "value.converter": converter},
+    )
     run = await run_task(config, client_config=client_config, offsets_topic=offsets, connector="p")
     got = await output(client_config, topic)
     assert [value for _, value, _ in got] == TYPE_EXPECTED

@@ -227,43 +227,61 @@ class FileCursor:
             stream.close()
 
 
-DEFAULT_ROW_BYTES = 100
-"""Bytes per row of a Parquet file assumed until a file was read to the end."""
+def parquet_row_groups(session: SparkSession, path: str) -> list[int] | None:
+    """Rows per row group of the Parquet file at ``path`` (any Hadoop path), read from
+    its footer by the Parquet library Spark ships; None if it cannot be read."""
+    try:
+        jvm: Any = session.sparkContext._jvm
+        conf = session._jsparkSession.sessionState().newHadoopConf()
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(hadoop_path, conf)
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
+        try:
+            blocks = reader.getFooter().getBlocks()
+            return [int(blocks.get(i).getRowCount()) for i in range(blocks.size())]
+        finally:
+            reader.close()
+    except Exception as exc:  # Py4J errors, unreadable footer: the sorted read handles it
+        log.info("cannot read the Parquet footer of %s (%s); reading it sorted", path, exc)
+        return None
 
 
 def open_file(
-    session: SparkSession,
-    settings: SparkSourceSettings,
-    file: FileInfo,
-    start: int,
-    row_bytes: float = DEFAULT_ROW_BYTES,
+    session: SparkSession, settings: SparkSourceSettings, file: FileInfo, start: int
 ) -> FileCursor:
     """A cursor over ``file`` from row ``start`` (blocking: plans and starts Spark's
     stream).
 
-    Parquet is streamed in scan order (row groups in file order, each in row order,
-    which is row-index order), in input partitions of about ``max.buffered.rows``
-    rows of ``row_bytes`` bytes each (at least a row group); other formats, and
-    Parquet if its scan ever hands rows over out of order, are counted and sorted by
-    row index first (a shuffle)."""
+    Spark hands rows to Python one input partition at a time, and holds a whole
+    partition in the driver while it does, so partitions must stay near
+    ``max.buffered.rows`` rows. A Parquet file whose row groups (the smallest split
+    Spark makes) all hold at most that many rows is streamed in scan order (row groups
+    in file order, each in row order: row-index order) in partitions of about that
+    many rows. Other files, other formats, and a scan that ever hands rows over out
+    of order are range-partitioned on the row index into pieces of that size and
+    sorted within each piece (a shuffle)."""
     from pyspark.sql import functions as F
 
     piece_rows = settings.max_buffered_rows
-    if settings.format == "parquet":
+    groups = parquet_row_groups(session, file.path) if settings.format == "parquet" else None
+    scan = groups is not None and max(groups, default=0) <= piece_rows
+    if scan:
+        assert groups is not None
+        row_bytes = file.size / max(1, sum(groups))
         piece_bytes = max(1 << 20, int(row_bytes * piece_rows))
         session.conf.set("spark.sql.files.maxPartitionBytes", str(piece_bytes))
     indexed = _indexed(_read(session, settings, file.path), settings, file.path)
-
     encoder = Encoder(indexed, settings, keep=(ROW_COLUMN,), where=file.path)
 
     def resort(row: int) -> RowStream:
         rest = encoder.frame.filter(F.col(ROW_COLUMN) >= row)
-        return open_arrow_stream(_sorted(rest, rest.count(), piece_rows))
+        count = sum(groups) - row if groups is not None else rest.count()
+        return open_arrow_stream(_sorted(rest, count, piece_rows))
 
-    if settings.format != "parquet":
+    if not scan:
         return FileCursor(file, start, resort(start), encoder, settings)
-    scan = encoder.frame.filter(F.col(ROW_COLUMN) >= start)
-    return FileCursor(file, start, open_arrow_stream(scan), encoder, settings, resort)
+    rows = encoder.frame.filter(F.col(ROW_COLUMN) >= start)
+    return FileCursor(file, start, open_arrow_stream(rows), encoder, settings, resort)
 
 
 @dataclass
@@ -303,8 +321,7 @@ class FilesReader:
         self._chunks_send, self._chunks = anyio.create_memory_object_stream[list[SourceRecord]]()
         self._files_in_flight = 0
         """Files queued and not yet delivered to the last row."""
-        self._row_bytes: float = DEFAULT_ROW_BYTES
-        """Bytes per row of the last Parquet file read whole (sizes Spark's pieces)."""
+
         self.changed_files = 0
         """Files found changed after (or while) they were read; each counted once."""
 
@@ -390,7 +407,7 @@ class FilesReader:
         async with self._queued, self._opened_send:
             async for file, start in self._queued:
                 cursor = await self._resources.run_blocking(
-                    open_file, self._spark(), self._settings, file, start, self._row_bytes
+                    open_file, self._spark(), self._settings, file, start
                 )
                 try:
                     await self._resources.run_blocking(cursor.prefetch)
@@ -418,8 +435,6 @@ class FilesReader:
                 finally:
                     await self._close(cursor)
                 self._files_in_flight -= 1
-                if cursor.start == 0 and cursor.next_row > 0:
-                    self._row_bytes = cursor.file.size / cursor.next_row
 
     async def _close(self, cursor: FileCursor) -> None:
         with anyio.CancelScope(shield=True):

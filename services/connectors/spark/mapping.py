@@ -253,6 +253,7 @@ _SCALAR = (
 )
 
 
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
 _CONVERTED = (T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType)
 
 
@@ -324,8 +325,13 @@ def encode_in_spark(
     columns = [as_json(list(ready)).cast("binary").alias(VALUE_COLUMN)]
     if len(key_columns) == 1:
         (name,) = key_columns
-        text = F.to_json(F.array(ready[name]), _TO_JSON)  # '[<json>]': JSON of a scalar too
-        key = F.when(F.col(_quoted(name)).isNotNull(), text.substr(F.lit(2), F.length(text) - 2))
+        if isinstance(fields[name], _INTEGRAL):  # its JSON is its text
+            key = F.col(_quoted(name)).cast("string")
+        else:
+            text = F.to_json(F.array(ready[name]), _TO_JSON)  # '[<json>]': JSON of a scalar
+            key = F.when(
+                F.col(_quoted(name)).isNotNull(), text.substr(F.lit(2), F.length(text) - 2)
+            )
         columns.append(key.cast("binary").alias(KEY_COLUMN))
     elif key_columns:
         key = as_json(key_columns)

@@ -1,0 +1,185 @@
+"""Task background work (``context.start_soon``) and records already encoded
+(``SourceRecord(encoded=True)``), run by a worker in this process against the real
+broker: what a user sees in the topics, the offsets and the task status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+from aiokafka import TopicPartition
+
+from eos.kafka import ClientConfig, make_consumer, read_to_end
+from eos.storage.offset_log import decode_offset_record
+from tests.integration.connectors import BACKGROUND_EVENTS, BACKGROUND_SOURCES, ENCODED_RECORDS
+from tests.integration.helpers import committed_values
+from tests.integration.worker_harness import running_worker, worker_props
+
+pytestmark = pytest.mark.integration
+
+
+def background(name: str, topic: str, **settings: object) -> dict[str, str]:
+    props = {
+        "name": name,
+        "connector.class": "tests.integration.connectors:BackgroundSource",
+        "topic": topic,
+    }
+    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+    return props
+
+
+def encoded(name: str, topic: str, **settings: object) -> dict[str, str]:
+    props = {
+        "name": name,
+        "connector.class": "tests.integration.connectors:EncodedSource",
+        "topic": topic,
+    }
+    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+    return props
+
+
+async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str) -> list[Any]:
+    """Every committed offset of connector ``name``, in commit order."""
+    return [
+        e[2]
+        for r in await read_to_end(config, offsets_topic)
+        if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == name
+    ]
+
+
+async def read_uncommitted(config: ClientConfig, topic: str) -> list[Any]:
+    """Every value in the log of ``topic`` (one partition), aborted ones included."""
+    consumer = make_consumer(
+        config,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_uncommitted",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        values: list[Any] = []
+        with anyio.fail_after(10):
+            while await consumer.position(tp) < end:
+                for record in (await consumer.getmany(tp, timeout_ms=100)).get(tp, []):
+                    values.append(json.loads(record.value))
+        return values
+    finally:
+        await consumer.stop()
+
+
+async def test_background_records_exactly_once_and_cancelled_after_stop(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    wprops = worker_props(bootstrap, group)
+    props = background("bg", topic)
+    events = BACKGROUND_EVENTS.setdefault(topic, [])
+    BACKGROUND_SOURCES[topic] = 200
+
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("bg", "RUNNING", 1, timeout=20)
+        with anyio.fail_after(15):
+            while True:
+                if len(await committed_values(client_config, topic)) >= 200:
+                    break
+                await anyio.sleep(0.2)
+        assert events == []  # the background coroutine outlives the polls that drained it
+    # Cancelled only once stop() had returned (stop awaits before it records "stopped").
+    assert events == ["stopped", "background cancelled"]
+
+    # The source grew: the next run's background coroutine starts at the committed
+    # offset; nothing is written twice.
+    BACKGROUND_SOURCES[topic] = 300
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("bg", "RUNNING", 1, timeout=20)
+        with anyio.fail_after(15):
+            while True:
+                if len(await committed_values(client_config, topic)) >= 300:
+                    break
+                await anyio.sleep(0.2)
+    assert events == ["stopped", "background cancelled"] * 2
+
+    values = [json.loads(v) for v in await committed_values(client_config, topic)]
+    assert values == [{"n": n} for n in range(300)]
+    offsets = await committed_offsets(client_config, wprops["offset.storage.topic"], "bg")
+    assert offsets[-1] == {"n": 300}
+
+
+async def test_background_failure_fails_task_and_hides_open_transaction(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    group, topic = unique_name("g"), unique_name("out")
+    wprops = worker_props(bootstrap, group)
+    BACKGROUND_SOURCES[topic] = 10
+    props = background(
+        "bg",
+        topic,
+        commit_after=4,
+        fail_after_handover="true",
+        transaction_boundary="connector",
+    )
+    async with running_worker(wprops, [props]) as w:
+        status = await w.wait_for_tasks("bg", "FAILED", 1, timeout=20)
+    trace = status["tasks"][0]["trace"]
+    assert trace.startswith("background reader broke after 10 records")
+    assert "RuntimeError" in trace
+    assert BACKGROUND_EVENTS[topic] == ["background raised", "stopped"]
+
+    # Records 4..9 reached the topic in the open transaction, which was aborted: a
+    # read_committed reader sees only what the task committed, and so do the offsets.
+    values = [json.loads(v) for v in await committed_values(client_config, topic)]
+    assert values == [{"n": n} for n in range(4)]
+    assert await read_uncommitted(client_config, topic) == [{"n": n} for n in range(10)]
+    offsets = await committed_offsets(client_config, wprops["offset.storage.topic"], "bg")
+    assert offsets == [{"n": 4}]
+
+
+async def test_encoded_records_arrive_unchanged(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("out")
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [encoded("enc", topic)]):
+        with anyio.fail_after(15):
+            while True:
+                records = await read_to_end(client_config, topic)
+                if len(records) >= len(ENCODED_RECORDS):
+                    break
+                await anyio.sleep(0.2)
+    # value.converter is json (the default), yet nothing was converted: bytes would have
+    # become base64 JSON strings.
+    assert [(r.key, r.value) for r in records] == ENCODED_RECORDS
+
+
+async def test_encoded_record_with_non_bytes_value_fails_task(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("out")
+    props = encoded("enc", topic, bad="true")
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [props]) as w:
+        status = await w.wait_for_tasks("enc", "FAILED", 1, timeout=20)
+    trace = status["tasks"][0]["trace"]
+    assert "source partition {'blob': 'bad'}" in trace
+    assert "marked encoded but its key or value is not bytes" in trace
+    assert "value str" in trace
+    assert "ConversionError" in trace
+    # The first batch was committed; nothing of the failing one is visible.
+    records = await read_to_end(client_config, topic)
+    assert [(r.key, r.value) for r in records] == ENCODED_RECORDS
+
+
+async def test_background_failure_is_the_status_even_when_poll_fails_because_of_it(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("out")
+    BACKGROUND_SOURCES[topic] = 10
+    props = background("bg", topic, fail_after_handover="true", close_on_exit="true")
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [props]) as w:
+        status = await w.wait_for_tasks("bg", "FAILED", 1, timeout=20)
+    assert status["tasks"][0]["trace"].startswith("background reader broke after 10 records")
