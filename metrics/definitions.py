@@ -56,6 +56,7 @@ class TaskMetrics:
     state: Gauge
     last_commit_age: Gauge
     last_commit_timestamp: Gauge
+    events: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> TaskMetrics:
@@ -153,6 +154,12 @@ class TaskMetrics:
             last_commit_timestamp=gauge(
                 "eos_task_last_commit_timestamp_seconds",
                 "Unix time of the task's last committed transaction (absent before the first).",
+            ),
+            events=counter(
+                "eos_task_events_total",
+                "Events the connector's task counted itself, by event (e.g. SparkSource "
+                "changed_files: files found changed after they were read).",
+                "event",
             ),
         )
 

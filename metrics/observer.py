@@ -81,6 +81,7 @@ class PrometheusTaskObserver:
         self._min = 0
         self._max = 0
         self._states = list(TASK_STATES)
+        self._events: set[str] = set()
         self._create_series()
 
     @property
@@ -203,6 +204,14 @@ class PrometheusTaskObserver:
         self._fenced_on_worker.inc()
 
     @_never_raises
+    def task_event(self, event: str, amount: int) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._events.add(event)
+        self._m.events.labels(*self._labels, event).inc(amount)
+
+    @_never_raises
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -237,6 +246,8 @@ class PrometheusTaskObserver:
             m.transactions_aborted.remove(*labels, reason)
         for state in self._states:
             m.state.remove(*labels, state)
+        for event in self._events:
+            m.events.remove(*labels, event)
 
 
 class PrometheusObserver:

@@ -100,6 +100,8 @@ class ScriptedWorkload:
             self.committed[(connector, task_id)] += 1
             if t % 50 == 25:
                 task.offset_commit_failed()
+            if t % 40 == 10:
+                task.task_event("changed_files", 1)
         self._worker_step(t, rng)
 
     def _worker_step(self, t: int, rng: random.Random) -> None:

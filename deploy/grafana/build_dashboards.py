@@ -722,6 +722,21 @@ def drilldown() -> Json:
         12,
         8,
     )
+    lay.add(
+        timeseries(
+            "Connector events",
+            "Events the connector's tasks count themselves, by event and task (SparkSource: "
+            "changed_files, files found changed after they were read and not read again).",
+            targets(
+                (
+                    f"sum by (event, task) (increase(eos_task_events_total{sel}[{RI}]))",
+                    "{{event}} task {{task}}",
+                ),
+            ),
+        ),
+        24,
+        8,
+    )
     variables = [
         query_variable(
             "connector", "label_values(eos_task_state, connector)", multi=False, include_all=False

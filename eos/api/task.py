@@ -83,6 +83,15 @@ class SourceTaskContext:
     resources: WorkerResources
     transaction_context: TransactionContext | None = None
     background: BackgroundTasks | None = None
+    events: Callable[[str, int], None] | None = None
+    """Where :meth:`count` reports (the worker's metrics)."""
+
+    def count(self, event: str, amount: int = 1) -> None:
+        """Count ``amount`` occurrences of a connector-defined ``event`` (e.g.
+        ``"changed_files"``): exported per task as ``eos_task_events_total{event=...}``.
+        Use a few fixed event names, never values (each name is a Prometheus series)."""
+        if self.events is not None:
+            self.events(event, amount)
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``await func(*args)`` in the background while the task runs, e.g. to read

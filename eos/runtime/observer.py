@@ -41,6 +41,9 @@ class TaskObserver(Protocol):
 
     def producer_fenced(self) -> None: ...
 
+    def task_event(self, event: str, amount: int) -> None:
+        """The connector's task counted an event of its own (``context.count``)."""
+
     def close(self) -> None:
         """The task is gone from this worker (its series may be removed)."""
 
@@ -88,6 +91,9 @@ class NullTaskObserver:
         pass
 
     def producer_fenced(self) -> None:
+        pass
+
+    def task_event(self, event: str, amount: int) -> None:
         pass
 
     def close(self) -> None:

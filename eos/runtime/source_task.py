@@ -206,6 +206,7 @@ class SourceTaskRunner(ABC):
             resources=self.deps.resources,
             transaction_context=self.transaction_context(),
             background=background,
+            events=self.deps.observer.task_event,
         )
         try:
             await self.deps.offset_reader.refresh()

@@ -302,6 +302,13 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
     (data / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
     offsets = MemoryOffsets()
     config = _config(data, "t", format="json", **{"poll.interval.ms": "1"})
+    events: list[Counter[str]] = [Counter(), Counter()]  # what each task run counted
+
+    def context(run: int, background: TaskGroup) -> SourceTaskContext:
+        def count(event: str, amount: int) -> None:
+            events[run][event] += amount
+
+        return SourceTaskContext("c", 0, offsets, resources, None, background, count)
 
     async def drain() -> list[Any]:
         async with anyio.create_task_group() as background:
@@ -313,7 +320,7 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
 
     async def read(background: TaskGroup) -> list[Any]:
         task = SparkSourceTask()
-        await task.start(config, SourceTaskContext("c", 0, offsets, resources, None, background))
+        await task.start(config, context(0, background))
         out: list[Any] = []
         try:
             with anyio.fail_after(60):
@@ -328,7 +335,7 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
             os.utime(data / "a.json", (time.time() + 5, time.time() + 5))
             for _ in range(3):
                 out.extend(value_of(r) for r in await task.poll() or [])
-            assert task.changed_files == 1
+            assert events[0] == {"changed_files": 1}
         finally:
             await task.stop()
         return out
@@ -337,10 +344,10 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
     # a restarted task sees the committed size/mtime differ: reported, not re-read
     async with anyio.create_task_group() as background:
         task = SparkSourceTask()
-        await task.start(config, SourceTaskContext("c", 0, offsets, resources, None, background))
+        await task.start(config, context(1, background))
         try:
             assert await task.poll() is None
-            assert task.changed_files == 1
+            assert events[1] == {"changed_files": 1}
         finally:
             await task.stop()
             background.cancel_scope.cancel()

@@ -128,7 +128,8 @@ async def test_sigkill_in_the_middle_of_a_large_file(
             # let this run write a fresh part of the file, then kill it at a random moment
             target = await log_end(client_config, topic) + rng.randint(5_000, 30_000)
             while await log_end(client_config, topic) < target:
-                assert worker.proc is not None and worker.proc.poll() is None, worker.tail()
+                assert worker.proc is not None
+                assert worker.proc.poll() is None, worker.tail()
                 await anyio.sleep(0.05)
             await anyio.sleep(rng.uniform(0, 0.5))
             worker.kill(signal.SIGKILL)

@@ -12,7 +12,7 @@ from metrics import PrometheusObserver
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "monitoring.md"
-ALLOWED_LABELS = {"connector", "task", "state", "reason"}
+ALLOWED_LABELS = {"connector", "task", "state", "reason", "event"}
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
     "eos_task_transaction_size_max",
@@ -29,6 +29,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     observer = PrometheusObserver(process_metrics=False)
     task = observer.task("c", 0)
     task.transaction_committed(1, 0.0, 0.0)
+    task.task_event("changed_files", 1)
     observer.fencing_round("c", 0.1, True)
     observer.task_count_record_written("c")
     found = {}

@@ -190,6 +190,20 @@ def test_close_removes_the_tasks_series_only(observer: PrometheusObserver) -> No
     assert value(observer.registry, "eos_worker_producers_fenced_total", connector="orders") == 0
 
 
+def test_connector_events_counted_per_event_and_removed_on_close(
+    observer: PrometheusObserver,
+) -> None:
+    task = observer.task("orders", 0)
+    task.task_event("changed_files", 1)
+    task.task_event("changed_files", 2)
+    task.task_event("skipped_rows", 5)
+    events = "eos_task_events_total"
+    assert value(observer.registry, events, **task_labels(), event="changed_files") == 3
+    assert value(observer.registry, events, **task_labels(), event="skipped_rows") == 5
+    task.close()
+    assert series_of(observer.registry, connector="orders", task="0") == []
+
+
 def test_a_restarted_task_keeps_its_series_when_the_old_observer_closes(
     observer: PrometheusObserver,
 ) -> None:

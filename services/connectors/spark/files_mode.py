@@ -32,8 +32,8 @@ sorted within each piece.
 every ``poll.interval.ms`` and keeps the files with
 ``zlib.crc32(path) % task.count == task.index`` (:func:`owner_of`): each file
 belongs to exactly one task. A file whose size or modification time differs from
-what was recorded when it was read is reported (a warning, counted in
-:attr:`FilesReader.changed_files`) and never re-read.
+what was recorded when it was read is reported (a warning, and the task's
+``eos_task_events_total{event="changed_files"}`` metric) and never re-read.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROW_COLUMN = "__eos_row_index"
+CHANGED_FILES = "changed_files"
+"""The event counted (``eos_task_events_total{event="changed_files"}``) per changed file."""
 FILE_HEADER = "eos.spark.file"
 ROW_HEADER = "eos.spark.row"
 LISTING_OPTIONS = (
@@ -306,10 +308,12 @@ class FilesReader:
         settings: SparkSourceSettings,
         resources: WorkerResources,
         start_soon: Callable[..., None],
+        count: Callable[[str], None],
     ) -> None:
         self._settings = settings
         self._resources = resources
         self._start_soon = start_soon
+        self._count = count
         self._session: SparkSession | None = None
         self._known: dict[str, _Known] = {}
         # Each stream end is closed by its owner: the queue's send end and the chunks'
@@ -322,8 +326,6 @@ class FilesReader:
         self._files_in_flight = 0
         """Files queued and not yet delivered to the last row."""
 
-        self.changed_files = 0
-        """Files found changed after (or while) they were read; each counted once."""
 
     def _spark(self) -> SparkSession:
         assert self._session is not None, "start() first"
@@ -383,7 +385,7 @@ class FilesReader:
         self._queued_send.send_nowait((file, start))
 
     def _report_changed(self, file: FileInfo, when: str) -> None:
-        self.changed_files += 1
+        self._count(CHANGED_FILES)
         log.warning(
             "file %s changed %s (now %d bytes, modified %d); it is not read again",
             file.path,

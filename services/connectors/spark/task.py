@@ -36,11 +36,6 @@ class SparkSourceTask(SourceTask):
         return "1.0.0"
 
     @property
-    def changed_files(self) -> int:
-        """Files found changed after they were read (files mode)."""
-        return self._files.changed_files if self._files is not None else 0
-
-    @property
     def idle(self) -> bool:
         """Nothing left to read until new files or rows appear (as of the last poll)."""
         if self._files is not None:
@@ -51,7 +46,9 @@ class SparkSourceTask(SourceTask):
         self._settings = settings = SparkSourceSettings.parse(config)
         self._context = context
         if settings.mode == "files":
-            self._files = FilesReader(settings, context.resources, context.start_soon)
+            self._files = FilesReader(
+                settings, context.resources, context.start_soon, context.count
+            )
             await self._files.start()
         else:
             self._table = TableReader(settings, context.resources)
