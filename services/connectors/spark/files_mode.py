@@ -326,7 +326,6 @@ class FilesReader:
         self._files_in_flight = 0
         """Files queued and not yet delivered to the last row."""
 
-
     def _spark(self) -> SparkSession:
         assert self._session is not None, "start() first"
         return self._session
