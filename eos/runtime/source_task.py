@@ -131,7 +131,7 @@ class SourceTaskRunner(ABC):
         self.stopped = anyio.Event()
         self.state = "UNASSIGNED"
         self._stop_requested = False
-        self._poll_scope: anyio.CancelScope | None = None
+        self._wait_scope: anyio.CancelScope | None = None  # start-up or poll: what a stop ends
         self._producer: AIOKafkaProducer | None = None
         self._inflight = self.new_inflight()
         self._partitioner = KeyPartitioner()
@@ -145,8 +145,8 @@ class SourceTaskRunner(ABC):
         """Ask the loop to stop after the current step; interrupts start-up (whose
         checks may wait for the coordinator) and a waiting poll."""
         self._stop_requested = True
-        if self._poll_scope is not None:
-            self._poll_scope.cancel()
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
 
     async def run(self) -> None:
         """Run until stopped or failed. Failures become status, never exceptions."""
@@ -163,11 +163,11 @@ class SourceTaskRunner(ABC):
     async def _run(self) -> None:
         try:
             with anyio.CancelScope() as scope:
-                self._poll_scope = scope
+                self._wait_scope = scope
                 if self._stop_requested:
                     scope.cancel()
                 started = await self.startup()
-            self._poll_scope = None
+            self._wait_scope = None
         except BaseException:
             await self._shielded(self._close_producer(), "producer close")
             raise
@@ -191,8 +191,8 @@ class SourceTaskRunner(ABC):
         """A background coroutine of the task raised: the loop fails with ``exc``."""
         if self._background_error is None:
             self._background_error = exc
-        if self._poll_scope is not None:
-            self._poll_scope.cancel()
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
 
     def _raise_background_error(self) -> None:
         if self._background_error is not None:
@@ -242,7 +242,7 @@ class SourceTaskRunner(ABC):
     async def _poll(self) -> Sequence[SourceRecord] | None:
         started = time.perf_counter()
         with anyio.CancelScope() as scope:
-            self._poll_scope = scope
+            self._wait_scope = scope
             if self._stop_requested:
                 scope.cancel()
             try:

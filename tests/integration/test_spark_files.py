@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import logging
 import os
 import time
 from collections import Counter
@@ -229,14 +230,26 @@ def _ids(got: list[tuple[Any, Any, dict[str, bytes]]]) -> Counter[int]:
     return Counter(value["id"] for _, value, _ in got)
 
 
+@pytest.mark.parametrize(
+    "block_size",
+    [256 * 1024, 64 * 1024 * 1024],
+    ids=["small-row-groups-scan-order", "one-row-group-sorted-pieces"],
+)
 async def test_resume_after_crashes_mid_file_exactly_once(
-    spark: Any, tmp_path: Path, client_config: ClientConfig, topic_factory: TopicFactory
+    block_size: int,
+    spark: Any,
+    tmp_path: Path,
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A 60 000-row file read in range pieces of 8 000 rows; the task dies in the middle of
-    a transaction four times and resumes from the committed row each time."""
+    """A 60 000-row file with max.buffered.rows 8 000: row groups of a few thousand rows
+    are streamed in scan order, one row group of 60 000 is read in sorted pieces of
+    8 000. The task dies in the middle of a transaction four times and resumes from the
+    committed row each time."""
     topic, offsets = await topic_factory(), await topic_factory(compacted=True)
     spark.range(60_000).selectExpr("id", "uuid() AS u").coalesce(1).write.option(
-        "parquet.block.size", 256 * 1024
+        "parquet.block.size", block_size
     ).parquet(str(tmp_path / "big"))
     config = _config(tmp_path / "big", topic, **{"max.buffered.rows": "8000", "batch.rows": "3000"})
     common: dict[str, Any] = {
@@ -244,10 +257,13 @@ async def test_resume_after_crashes_mid_file_exactly_once(
         "offsets_topic": offsets,
         "connector": "big",
     }
+    caplog.set_level(logging.INFO, "services.connectors.spark.files_mode")
     for crash_after in (1, 0, 3, 2):
         run = await run_task(config, crash_after=crash_after, **common)
         assert run.batches == crash_after
     await run_task(config, **common)
+    plan = "in scan order" if block_size < 1 << 20 else "in sorted pieces of 8000 rows"
+    assert plan in caplog.text
     ids = _ids(await output(client_config, topic))
     assert sorted(ids) == list(range(60_000))
     assert max(ids.values()) == 1
@@ -259,7 +275,8 @@ async def test_files_spread_over_tasks_and_new_files_picked_up(
     topic, offsets = await topic_factory(partitions=2), await topic_factory(compacted=True)
     data = tmp_path / "landing"
     generate_sample_dataset(data, 4_000, files=4)
-    configs = [_config(data, topic, **{"task.index": str(i), "task.count": "2"}) for i in range(2)]
+    uri = f"{data.as_uri()}/*.parquet"  # a Hadoop URI with a glob, as for s3a:// or hdfs://
+    configs = [_config(uri, topic, **{"task.index": str(i), "task.count": "2"}) for i in range(2)]
     common: dict[str, Any] = {"client_config": client_config, "offsets_topic": offsets}
     progress = Progress()
     runs = [TaskRun(progress=progress), TaskRun(progress=progress)]

@@ -280,6 +280,12 @@ def open_file(
         count = sum(groups) - row if groups is not None else rest.count()
         return open_arrow_stream(_sorted(rest, count, piece_rows))
 
+    log.info(
+        "reading %s from row %d %s",
+        file.path,
+        start,
+        "in scan order" if scan else f"in sorted pieces of {piece_rows} rows",
+    )
     if not scan:
         return FileCursor(file, start, resort(start), encoder, settings)
     rows = encoder.frame.filter(F.col(ROW_COLUMN) >= start)
