@@ -136,6 +136,8 @@ async def spark_source(
         "bench-spark",
         {
             "exactly.once.source.support": "enabled" if eos else "disabled",
+            # at-least-once is timed to the offset flush covering the last row
+            "offset.flush.interval.ms": "1000",
             "spark.master": "local[2]",
             **SPARK,
         },
