@@ -67,7 +67,15 @@ KEY_COLUMN = "__eos_key"
 VALUE_COLUMN = "__eos_value"
 TOPIC_COLUMN = "__eos_topic"
 """Columns of :func:`encode_in_spark`: key and value JSON (binary), topic (string)."""
-_TO_JSON = {"ignoreNullFields": "false"}
+_TO_JSON = {
+    "ignoreNullFields": "false",
+    "dateFormat": "yyyy-MM-dd",
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSxxx",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+"""``to_json`` options: nulls kept; dates, timestamps (in the session time zone) and
+timestamps without zone written as :func:`_in_spark` writes them (cheaper than
+formatting each column first)."""
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
@@ -206,14 +214,20 @@ class NotInSpark(Exception):
     """A column type Spark cannot write as the mapping table says."""
 
 
-def json_ready(column: Column, data_type: T.DataType) -> Column:
+def json_ready(column: Column, data_type: T.DataType, *, text: bool = False) -> Column:
     """``column`` with every value in the form ``to_json`` must write (recursively);
-    :class:`NotInSpark` for a type that has none."""
+    :class:`NotInSpark` for a type that has none. Decimals become exact strings;
+    dates, timestamps and binary are left to ``to_json`` (its options write them as
+    the table says) unless ``text``: then they become their JSON text too (map keys,
+    which ``to_json`` writes raw, and values read back in Python)."""
     from pyspark.sql import functions as F
 
-    converted = _in_spark(column, data_type)
-    if converted is not None:
-        return converted
+    if isinstance(data_type, T.DecimalType):
+        return column.cast("string")
+    if text:
+        converted = _in_spark(column, data_type)
+        if converted is not None:
+            return converted
     if isinstance(data_type, T.ArrayType):
         element = data_type.elementType
         if _plain(element):
@@ -230,8 +244,8 @@ def json_ready(column: Column, data_type: T.DataType) -> Column:
         key_type, value_type = data_type.keyType, data_type.valueType
         if not isinstance(key_type, (*_SCALAR, *_CONVERTED)):
             raise NotInSpark(f"map key type {key_type.simpleString()}")
-        if not _plain(key_type):
-            column = F.transform_keys(column, lambda k, _: json_ready(k, key_type))
+        if not isinstance(key_type, _SCALAR):
+            column = F.transform_keys(column, lambda k, _: json_ready(k, key_type, text=True))
         if not _plain(value_type):
             column = F.transform_values(column, lambda _, v: json_ready(v, value_type))
         return column
@@ -255,11 +269,13 @@ _SCALAR = (
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
 _CONVERTED = (T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType)
+_NATIVE = (T.BinaryType, T.DateType, T.TimestampType, T.TimestampNTZType)
+"""Types ``to_json`` writes as the mapping table says, given :data:`_TO_JSON`."""
 
 
 def _plain(data_type: T.DataType) -> bool:
     """Written by ``to_json`` as the mapping table says without conversion."""
-    if isinstance(data_type, (*_SCALAR, T.BinaryType)):
+    if isinstance(data_type, (*_SCALAR, *_NATIVE)):
         return True
     if isinstance(data_type, T.ArrayType):
         return _plain(data_type.elementType)

@@ -112,7 +112,7 @@ class TableReader:
         if self._last is not None:
             above = above & (F.col(column) > literal(self._last))
         limit = s.rows_per_poll
-        offset_column = json_ready(F.col(column), data_type).alias(INCREMENTING)
+        offset_column = json_ready(F.col(column), data_type, text=True).alias(INCREMENTING)
 
         def encoder_of(selected: DataFrame) -> Encoder:
             with_offset = selected.select("*", offset_column)
