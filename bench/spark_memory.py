@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from worker_run import Progress, bench_settings, run_until_committed
+from worker_run import Progress, bench_settings, run_until_committed, spark_connector
 
-from eos.kafka.admin import ensure_topic
 from services.dev_kafka import DevKafka
 from services.log_setup import configure
 from services.worker_service import tune_gc
@@ -127,15 +126,7 @@ async def run(bootstrap: str, data: Path, rows: int, every: float) -> list[Sampl
     settings = bench_settings(
         bootstrap, "bench-mem", {"exactly.once.source.support": "enabled", **SPARK}
     )
-    topic = f"{settings.group_id}-out"
-    await ensure_topic(settings.client_config, topic, partitions=2)
-    connector = {
-        "name": "memory",
-        "connector.class": "services.connectors.spark:SparkSource",
-        "path": str(data),
-        "topic": topic,
-        "key.columns": "id",
-    }
+    connector = await spark_connector(settings, "memory", data)
     samples: list[Sample] = []
     progress = Progress(target=rows)
     async with anyio.create_task_group() as tg:

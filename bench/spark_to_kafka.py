@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
-from worker_run import bench_settings, run_until_committed
+from worker_run import bench_settings, run_until_committed, spark_connector
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
@@ -142,16 +142,7 @@ async def spark_source(
             **SPARK,
         },
     )
-    topic = f"{settings.group_id}-out"
-    await ensure_topic(settings.client_config, topic, partitions=2)
-    connector = {
-        "name": "bench",
-        "connector.class": "services.connectors.spark:SparkSource",
-        "tasks.max": str(tasks),
-        "path": str(data),
-        "topic": topic,
-        "key.columns": "id",
-    }
+    connector = await spark_connector(settings, "bench", data, **{"tasks.max": str(tasks)})
     progress = await run_until_committed(settings, connector, rows, max(180, rows / 2000))
     if not progress.done.is_set() or progress.first_poll is None:
         return None

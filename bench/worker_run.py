@@ -8,10 +8,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import anyio
 
 from eos.config.worker import WorkerConfig
+from eos.kafka.admin import ensure_topic
 from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
 from services.dev_kafka import free_ports
 from services.worker_service import run_worker
@@ -77,6 +79,23 @@ def bench_settings(bootstrap: str, prefix: str, extra: Mapping[str, str]) -> Wor
             **extra,
         }
     )
+
+
+async def spark_connector(
+    settings: WorkerConfig, name: str, data: Path, **extra: str
+) -> dict[str, str]:
+    """A SparkSource config reading ``data`` into a fresh 2-partition topic (created
+    here), keyed by ``id``."""
+    topic = f"{settings.group_id}-out"
+    await ensure_topic(settings.client_config, topic, partitions=2)
+    return {
+        "name": name,
+        "connector.class": "services.connectors.spark:SparkSource",
+        "path": str(data),
+        "topic": topic,
+        "key.columns": "id",
+        **extra,
+    }
 
 
 async def run_until_committed(

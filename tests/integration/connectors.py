@@ -16,9 +16,8 @@ from eos.api import (
 )
 
 
-class BadRecordSource(SourceConnector):
-    """Batch 1: three good records. Batch 2: two good records, then one that the
-    JSON converter cannot convert (an ``object()``)."""
+class OneTaskSource(SourceConnector):
+    """An exactly-once capable connector with one task that gets the connector's config."""
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return ExactlyOnceSupport.SUPPORTED
@@ -26,11 +25,25 @@ class BadRecordSource(SourceConnector):
     async def start(self, config: Mapping[str, str]) -> None:
         self.config = dict(config)
 
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.config)]
+
+
+class BoundarySource(OneTaskSource):
+    """:class:`OneTaskSource` that defines its own transaction boundaries."""
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.SUPPORTED
+
+
+class BadRecordSource(OneTaskSource):
+    """Batch 1: three good records. Batch 2: two good records, then one that the
+    JSON converter cannot convert (an ``object()``)."""
+
     def task_class(self) -> type[SourceTask]:
         return BadRecordTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{"topic": self.config["topic"]}]
 
 
 class BadRecordTask(SourceTask):
@@ -53,26 +66,12 @@ class BadRecordTask(SourceTask):
         pass
 
 
-class NeverCommitSource(SourceConnector):
+class NeverCommitSource(BoundarySource):
     """Connector-defined boundaries that never ask for a commit: its transaction
     stays open until the broker times it out."""
 
-    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
-        return ExactlyOnceSupport.SUPPORTED
-
-    def can_define_transaction_boundaries(
-        self, config: Mapping[str, str]
-    ) -> ConnectorTransactionBoundaries:
-        return ConnectorTransactionBoundaries.SUPPORTED
-
-    async def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
     def task_class(self) -> type[SourceTask]:
         return NeverCommitTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{"topic": self.config["topic"]}]
 
 
 class NeverCommitTask(SourceTask):
@@ -99,7 +98,7 @@ BACKGROUND_EVENTS: dict[str, list[str]] = {}
 cancelled", "background raised")."""
 
 
-class BackgroundSource(SourceConnector):
+class BackgroundSource(BoundarySource):
     """One task whose records come from a background coroutine (``context.start_soon``):
     it puts the numbers from the committed offset up to ``BACKGROUND_SOURCES[topic]``
     into a memory stream that ``poll`` drains (at most 50 per batch), then waits to be
@@ -111,22 +110,8 @@ class BackgroundSource(SourceConnector):
     ``transaction.boundary=connector``): the task asks to commit after its K-th record
     only, so the records after it stay in an open transaction."""
 
-    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
-        return ExactlyOnceSupport.SUPPORTED
-
-    def can_define_transaction_boundaries(
-        self, config: Mapping[str, str]
-    ) -> ConnectorTransactionBoundaries:
-        return ConnectorTransactionBoundaries.SUPPORTED
-
-    async def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
     def task_class(self) -> type[SourceTask]:
         return BackgroundTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.config)]
 
 
 class BackgroundTask(SourceTask):
@@ -194,21 +179,12 @@ class BackgroundTask(SourceTask):
         self.events.append("stopped")
 
 
-class EncodedSource(SourceConnector):
+class EncodedSource(OneTaskSource):
     """One task returning ``encoded=True`` records: ``ENCODED_RECORDS`` (bytes the JSON
     converter would have changed), then, with ``bad=true``, one whose value is a str."""
 
-    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
-        return ExactlyOnceSupport.SUPPORTED
-
-    async def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
     def task_class(self) -> type[SourceTask]:
         return EncodedTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.config)]
 
 
 ENCODED_RECORDS: list[tuple[bytes | None, bytes | None]] = [

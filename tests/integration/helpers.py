@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from aiokafka import AIOKafkaProducer
 
 from eos.kafka import ClientConfig, make_producer, read_to_end
@@ -23,3 +24,13 @@ async def producer(config: ClientConfig, **kwargs: object) -> AsyncIterator[AIOK
 async def committed_values(config: ClientConfig, topic: str, timeout: float = 30) -> list[bytes]:
     """Every value a read_committed reader sees in ``topic``."""
     return [r.value for r in await read_to_end(config, topic, timeout=timeout)]
+
+
+async def wait_committed(
+    config: ClientConfig, topic: str, count: int, timeout: float = 15
+) -> list[bytes]:
+    """The committed values of ``topic`` once there are at least ``count``."""
+    with anyio.fail_after(timeout):
+        while len(values := await committed_values(config, topic)) < count:  # noqa: ASYNC110 - polls Kafka
+            await anyio.sleep(0.2)
+    return values

@@ -15,7 +15,7 @@ from aiokafka import TopicPartition
 from eos.kafka import ClientConfig, make_consumer, read_to_end
 from eos.storage.offset_log import decode_offset_record
 from tests.integration.connectors import BACKGROUND_EVENTS, BACKGROUND_SOURCES, ENCODED_RECORDS
-from tests.integration.helpers import committed_values
+from tests.integration.helpers import committed_values, wait_committed
 from tests.integration.worker_harness import running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -85,11 +85,7 @@ async def test_background_records_exactly_once_and_cancelled_after_stop(
 
     async with running_worker(wprops, [props]) as w:
         await w.wait_for_tasks("bg", "RUNNING", 1, timeout=20)
-        with anyio.fail_after(15):
-            while True:
-                if len(await committed_values(client_config, topic)) >= 200:
-                    break
-                await anyio.sleep(0.2)
+        await wait_committed(client_config, topic, 200)
         assert events == []  # the background coroutine outlives the polls that drained it
     # Cancelled only once stop() had returned (stop awaits before it records "stopped").
     assert events == ["stopped", "background cancelled"]
@@ -99,11 +95,7 @@ async def test_background_records_exactly_once_and_cancelled_after_stop(
     BACKGROUND_SOURCES[topic] = 300
     async with running_worker(wprops, [props]) as w:
         await w.wait_for_tasks("bg", "RUNNING", 1, timeout=20)
-        with anyio.fail_after(15):
-            while True:
-                if len(await committed_values(client_config, topic)) >= 300:
-                    break
-                await anyio.sleep(0.2)
+        await wait_committed(client_config, topic, 300)
     assert events == ["stopped", "background cancelled"] * 2
 
     values = [json.loads(v) for v in await committed_values(client_config, topic)]

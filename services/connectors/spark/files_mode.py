@@ -167,7 +167,6 @@ class FileCursor:
         resort: Callable[[int], RowStream] | None = None,
     ) -> None:
         self.file = file
-        self.start = start
         self.next_row = start
         self._stream: RowStream | None = stream
         self._encoder = encoder

@@ -527,11 +527,6 @@ class Chunk:
         self.columns = columns
         self.rows = rows
 
-    def __len__(self) -> int:
-        if self.rows is not None:
-            return len(self.rows)
-        return len(next(iter(self.columns.values()), [])) if self.columns else 0
-
     def column(self, name: str) -> list[Any]:
         if self.rows is not None:
             return [row[name] for row in self.rows]
