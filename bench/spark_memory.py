@@ -20,15 +20,19 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from worker_run import Progress, bench_settings, run_until_committed, spark_connector
+from worker_run import (
+    Progress,
+    bench_broker,
+    bench_settings,
+    run_until_committed,
+    spark_connector,
+)
 
-from services.dev_kafka import DevKafka
 from services.log_setup import configure
 from services.worker_service import tune_gc
 
@@ -173,16 +177,8 @@ def main() -> None:
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     data = write_file(args.rows)
-    kafka = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        kafka = DevKafka(Path(tempfile.mkdtemp(prefix="eos-bench-")), heap="1g")
-        bootstrap = kafka.start(1, port=0).bootstrap
-    try:
+    with bench_broker(args.bootstrap) as (bootstrap, _):
         samples = anyio.run(run, bootstrap, data, args.rows, args.every)
-    finally:
-        if kafka is not None:
-            kafka.stop()
     report(samples, args.rows, args.slack)
 
 

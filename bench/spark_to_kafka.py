@@ -28,20 +28,26 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import anyio
-from worker_run import bench_settings, run_until_committed, spark_connector
+from cpu_meter import PARTS, CpuMeter
+from worker_run import (
+    Progress,
+    bench_broker,
+    bench_settings,
+    run_until_committed,
+    spark_connector,
+)
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.connectors.spark import generate_sample_dataset
-from services.dev_kafka import DevKafka
 from services.log_setup import configure
 from services.worker_service import tune_gc
 
@@ -95,8 +101,11 @@ def resolve_writer_jars(version: str) -> tuple[list[str], str]:
     raise RuntimeError(f"spark-sql-kafka not resolvable from Maven Central (tried {tried})")
 
 
-def spark_writer(data: Path, bootstrap: str, topic: str, cores: int, jars: list[str]) -> float:
-    """Seconds Spark's own Kafka writer takes for the dataset (session start excluded)."""
+def spark_writer(
+    data: Path, bootstrap: str, topic: str, cores: int, jars: list[str], cpu: CpuMeter
+) -> float:
+    """Seconds Spark's own Kafka writer takes for the dataset (session start excluded);
+    ``cpu`` measures the same span."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -114,11 +123,14 @@ def spark_writer(data: Path, bootstrap: str, topic: str, cores: int, jars: list[
         out = df.select(
             F.col("id").cast("string").alias("key"), F.to_json(F.struct("*")).alias("value")
         )
+        cpu.start()
         start = time.perf_counter()
         out.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
             "topic", topic
         ).save()
-        return time.perf_counter() - start
+        took = time.perf_counter() - start
+        cpu.mark()
+        return took
     finally:
         spark.stop()
 
@@ -127,10 +139,16 @@ def spark_writer(data: Path, bootstrap: str, topic: str, cores: int, jars: list[
 
 
 async def spark_source(
-    data: Path, bootstrap: str, rows: int, tasks: int, eos: bool
+    data: Path,
+    bootstrap: str,
+    rows: int,
+    tasks: int,
+    eos: bool,
+    extra: Mapping[str, str],
+    cpu: CpuMeter,
 ) -> float | None:
     """Seconds SparkSource takes from the first poll to the last committed row (None if
-    the commits did not cover every row in time)."""
+    the commits did not cover every row in time); ``cpu`` measures the same span."""
     settings = bench_settings(
         bootstrap,
         "bench-spark",
@@ -142,8 +160,10 @@ async def spark_source(
             **SPARK,
         },
     )
-    connector = await spark_connector(settings, "bench", data, **{"tasks.max": str(tasks)})
-    progress = await run_until_committed(settings, connector, rows, max(180, rows / 2000))
+    connector = await spark_connector(settings, "bench", data, **{"tasks.max": str(tasks), **extra})
+    progress = await run_until_committed(
+        settings, connector, rows, max(180, rows / 2000), progress=Progress(rows, cpu=cpu)
+    )
     if not progress.done.is_set() or progress.first_poll is None:
         return None
     return progress.seconds
@@ -159,6 +179,8 @@ class Row:
     seconds: float | None
     rows: int
     note: str = ""
+    cpu: dict[str, float] | None = None
+    """CPU seconds per part over the measured span."""
 
     @property
     def rate(self) -> float | None:
@@ -168,21 +190,36 @@ class Row:
 def table(rows: list[Row]) -> str:
     reference = {r.tasks: r.rate for r in rows if r.writer == "spark-writer"}
     lines = [
-        "| writer | tasks | guarantee | rows/s | vs spark-writer | note |",
-        "|---|---:|---|---:|---:|---|",
+        "| writer | tasks | guarantee | rows/s | vs spark-writer "
+        "| CPU µs/row: Python | Spark JVM | broker | all | note |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     guarantee = {"spark-writer": "at-least-once", "alos": "at-least-once", "eos": "exactly-once"}
     for r in rows:
         ref = reference.get(r.tasks)
         rate = "pending" if r.rate is None else f"{r.rate:,.0f}"
         ratio = f"{r.rate / ref:.2f}" if r.rate and ref else "-"
+        if r.cpu is None or r.seconds is None:
+            cpu = ["-"] * (len(PARTS) + 1)
+        else:
+            per_row = [r.cpu[part] / r.rows * 1e6 for part in PARTS]
+            cpu = [f"{us:.1f}" for us in (*per_row, sum(per_row))]
         lines.append(
-            f"| {r.writer} | {r.tasks} | {guarantee[r.writer]} | {rate} | {ratio} | {r.note} |"
+            f"| {r.writer} | {r.tasks} | {guarantee[r.writer]} | {rate} | {ratio} "
+            f"| {' | '.join(cpu)} | {r.note} |"
         )
     return "\n".join(lines)
 
 
-def measure(bootstrap: str, rows: int, files: int, modes: list[str]) -> list[Row]:
+def measure(
+    bootstrap: str,
+    rows: int,
+    files: int,
+    modes: list[str],
+    task_counts: list[int],
+    extra: Mapping[str, str],
+    broker_pids: list[int],
+) -> list[Row]:
     import pyspark
 
     data = CACHE / "bench" / f"spark-sample-{rows}-{files}"
@@ -193,25 +230,30 @@ def measure(bootstrap: str, rows: int, files: int, modes: list[str]) -> list[Row
         (data / ".complete").touch()
     config = ClientConfig({"bootstrap.servers": bootstrap})
     results: list[Row] = []
-    for tasks in (1, 2):
+    for tasks in task_counts:
         if "spark" in modes:
             try:
                 jars, version = resolve_writer_jars(pyspark.__version__)
                 topic = f"bench-spark-writer-{uuid.uuid4().hex[:8]}"
                 anyio.run(partial(ensure_topic, config, topic, partitions=2))
-                seconds = spark_writer(data, bootstrap, topic, tasks, jars)
+                cpu = CpuMeter(broker_pids)
+                seconds = spark_writer(data, bootstrap, topic, tasks, jars, cpu)
                 note = f"local[{tasks}], spark-sql-kafka {version}"
-                results.append(Row("spark-writer", tasks, seconds, rows, note))
+                results.append(Row("spark-writer", tasks, seconds, rows, note, cpu.used()))
             except Exception as exc:  # the table still shows the others
                 results.append(Row("spark-writer", tasks, None, rows, f"failed: {exc}"[:120]))
             print(f"  measured spark-writer tasks={tasks}: {results[-1].rate or 0:,.0f} rows/s")
         for mode in ("alos", "eos"):
             if mode in modes:
-                took = anyio.run(spark_source, data, bootstrap, rows, tasks, mode == "eos")
-                note = "worker with local[2]"
+                cpu = CpuMeter(broker_pids)
+                took = anyio.run(
+                    spark_source, data, bootstrap, rows, tasks, mode == "eos", extra, cpu
+                )
+                note = " ".join(["worker with local[2]", *(f"{k}={v}" for k, v in extra.items())])
                 if took is None:
                     note = "no commit covered every row in time (at-least-once offset flush)"
-                results.append(Row(mode, tasks, took, rows, note))
+                used = cpu.used() if took is not None else None
+                results.append(Row(mode, tasks, took, rows, note, used))
                 print(f"  measured {mode} tasks={tasks}: {results[-1].rate or 0:,.0f} rows/s")
     return results
 
@@ -222,21 +264,30 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--modes", default="spark,alos,eos", help="comma-separated subset")
+    parser.add_argument("--tasks", default="1,2", help="comma-separated task counts")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a SparkSource setting for the eos/alos runs (repeatable)",
+    )
     args = parser.parse_args()
     tune_gc()  # as `eos worker` does
     configure("WARNING")
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    kafka = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        kafka = DevKafka(Path(tempfile.mkdtemp(prefix="eos-bench-")), heap="1g")
-        bootstrap = kafka.start(1, port=0).bootstrap
-    try:
-        rows = measure(bootstrap, args.rows, args.files, args.modes.split(","))
-    finally:
-        if kafka is not None:
-            kafka.stop()
+    # the broker's CPU is measured only when the bench starts it (no --bootstrap)
+    with bench_broker(args.bootstrap) as (bootstrap, broker_pids):
+        rows = measure(
+            bootstrap,
+            args.rows,
+            args.files,
+            args.modes.split(","),
+            [int(n) for n in args.tasks.split(",")],
+            dict(item.split("=", 1) for item in args.set),
+            broker_pids,
+        )
     print(table(rows))
     eos = {r.tasks: r.rate for r in rows if r.writer == "eos" and r.rate}
     ref = {r.tasks: r.rate for r in rows if r.writer == "spark-writer" and r.rate}

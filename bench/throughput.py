@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import anyio
-from worker_run import Progress, bench_settings, run_until_committed
+from worker_run import Progress, bench_broker, bench_settings, run_until_committed
 
 from eos.kafka import ClientConfig, make_producer
 from eos.kafka.admin import ensure_topic
-from services.dev_kafka import DevKafka
 from services.log_setup import configure
 from services.worker_service import tune_gc
 
@@ -136,16 +133,8 @@ def main() -> None:
     tune_gc()  # as `eos worker` does
     configure("WARNING")
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    kafka = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        kafka = DevKafka(Path(tempfile.mkdtemp(prefix="eos-bench-")))
-        bootstrap = kafka.start(1, port=0).bootstrap
-    try:
+    with bench_broker(args.bootstrap, heap="512m") as (bootstrap, _):
         rows = anyio.run(measure, bootstrap, args.records)
-    finally:
-        if kafka is not None:
-            kafka.stop()
     print(table(rows))
 
 

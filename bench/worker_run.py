@@ -3,20 +3,41 @@ runtime's observer port from the first poll to the commit that covers the target
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import anyio
+from cpu_meter import CpuMeter
 
 from eos.config.worker import WorkerConfig
 from eos.kafka.admin import ensure_topic
 from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
-from services.dev_kafka import free_ports
+from services.dev_kafka import DevKafka, free_ports
 from services.worker_service import run_worker
+
+
+@contextmanager
+def bench_broker(bootstrap: str | None, heap: str = "1g") -> Iterator[tuple[str, list[int]]]:
+    """``bootstrap`` (an existing cluster) or a fresh local broker in a temporary
+    directory, removed afterwards; also the broker's pids (none for ``bootstrap``)."""
+    if bootstrap is not None:
+        yield bootstrap, []
+        return
+    directory = Path(tempfile.mkdtemp(prefix="eos-bench-"))
+    kafka = DevKafka(directory, heap=heap)
+    try:
+        cluster = kafka.start(1, port=0)
+        yield cluster.bootstrap, [node.pid for node in cluster.nodes]
+    finally:
+        kafka.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass
@@ -27,6 +48,8 @@ class Progress:
     first_poll: float | None = None
     last_commit: float = 0.0
     done: anyio.Event = field(default_factory=anyio.Event)
+    cpu: CpuMeter | None = None
+    """Measures CPU from the first poll to the last commit, when given."""
 
     @property
     def seconds(self) -> float:
@@ -41,6 +64,8 @@ class CountingTask(NullTaskObserver):
     def poll_completed(self, records: int, seconds: float) -> None:
         if records and self.p.first_poll is None:
             self.p.first_poll = time.perf_counter() - seconds
+            if self.p.cpu is not None:
+                self.p.cpu.start()
 
     def records_written(self, records: int, nbytes: int) -> None:
         self.p.nbytes += nbytes
@@ -50,6 +75,8 @@ class CountingTask(NullTaskObserver):
     ) -> None:
         self.p.committed += records
         self.p.last_commit = time.perf_counter()
+        if self.p.cpu is not None:
+            self.p.cpu.mark()
         if self.p.committed >= self.p.target:
             self.p.done.set()
 

@@ -4,6 +4,7 @@ from eos.api.connector import ConnectorContext as ConnectorContext
 from eos.api.connector import ConnectorTransactionBoundaries as ConnectorTransactionBoundaries
 from eos.api.connector import ExactlyOnceSupport as ExactlyOnceSupport
 from eos.api.connector import SourceConnector as SourceConnector
+from eos.api.records import RecordBlock as RecordBlock
 from eos.api.records import RecordMetadata as RecordMetadata
 from eos.api.records import SourceOffset as SourceOffset
 from eos.api.records import SourcePartition as SourcePartition

@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from eos.api.records import RecordMetadata, SourcePartition, SourceRecord
+from eos.api.records import RecordBlock, RecordMetadata, SourcePartition, SourceRecord
 
 T = TypeVar("T")
 
@@ -38,9 +38,9 @@ class TransactionContext(Protocol):
     means "drop these records", not "rewind").
     """
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None: ...
+    def commit_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None: ...
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None: ...
+    def abort_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None: ...
 
 
 class WorkerResources(Protocol):
@@ -124,9 +124,10 @@ class SourceTask(ABC):
         """Start; read where to resume with ``context.offset_reader``."""
 
     @abstractmethod
-    async def poll(self) -> Sequence[SourceRecord] | None:
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
         """The next records, or None/empty when there are none right now.
-        May wait a little for data; should not wait for long."""
+        May wait a little for data; should not wait for long. Rows already encoded
+        go fastest as :class:`RecordBlock` s."""
 
     async def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called after the transaction holding ``record`` committed (``metadata`` is

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 import structlog
 
-from eos.api import SourceRecord
+from eos.api import RecordBlock, SourceRecord
 from eos.errors import TransactionRequestError
 from eos.runtime.clock import Clock
 
@@ -26,7 +26,7 @@ log = structlog.get_logger(__name__)
 class BoundaryPolicy(Protocol):
     def before_poll(self, open_since: float | None) -> Action | None: ...
 
-    def after_record(self, record: SourceRecord) -> Action | None: ...
+    def after_record(self, record: SourceRecord | RecordBlock) -> Action | None: ...
 
     def after_batch(self, open_since: float | None) -> Action | None: ...
 
@@ -35,7 +35,7 @@ class PollBoundary:
     def before_poll(self, open_since: float | None) -> Action | None:
         return None
 
-    def after_record(self, record: SourceRecord) -> Action | None:
+    def after_record(self, record: SourceRecord | RecordBlock) -> Action | None:
         return None
 
     def after_batch(self, open_since: float | None) -> Action | None:
@@ -55,7 +55,7 @@ class IntervalBoundary:
     def before_poll(self, open_since: float | None) -> Action | None:
         return self._due(open_since)
 
-    def after_record(self, record: SourceRecord) -> Action | None:
+    def after_record(self, record: SourceRecord | RecordBlock) -> Action | None:
         return None
 
     def after_batch(self, open_since: float | None) -> Action | None:
@@ -74,7 +74,7 @@ class TransactionRequests:
         self._batch: Action | None = None
         self._records: dict[int, Action] = {}
 
-    def _request(self, action: Action, record: SourceRecord | None) -> None:
+    def _request(self, action: Action, record: SourceRecord | RecordBlock | None) -> None:
         if record is None:
             if self._batch not in (None, action):
                 raise TransactionRequestError(
@@ -91,13 +91,13 @@ class TransactionRequests:
             )
         self._records[id(record)] = action
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None:
         self._request("commit", record)
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None:
         self._request("abort", record)
 
-    def take_record(self, record: SourceRecord) -> Action | None:
+    def take_record(self, record: SourceRecord | RecordBlock) -> Action | None:
         return self._records.pop(id(record), None)
 
     def take_batch(self) -> Action | None:
@@ -113,7 +113,7 @@ class ConnectorBoundary:
     def before_poll(self, open_since: float | None) -> Action | None:
         return None
 
-    def after_record(self, record: SourceRecord) -> Action | None:
+    def after_record(self, record: SourceRecord | RecordBlock) -> Action | None:
         return self.requests.take_record(record)
 
     def after_batch(self, open_since: float | None) -> Action | None:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from aiokafka import errors as kerrors
 
-from eos.api import SourceRecord, SourceTask
+from eos.api import SourceTask
 from eos.errors import EosError, FencedError, TaskError, TransactionTimedOut
 from eos.kafka.clients import FENCED_ERRORS
 from eos.runtime.boundaries import (
@@ -33,6 +33,7 @@ from eos.runtime.boundaries import (
     TransactionRequests,
 )
 from eos.runtime.observer import AbortReason
+from eos.runtime.sending import Outgoing
 from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._call(self._producer.begin_transaction())
             self._inflight.opened_at = self.deps.clock.monotonic()
 
-    def record_boundary(self, record: SourceRecord) -> Action | None:
+    def record_boundary(self, record: Outgoing) -> Action | None:
         return self._policy.after_record(record)
 
     async def act(self, action: Action) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 
 from eos.api import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    RecordBlock,
+    RecordMetadata,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -218,3 +222,142 @@ class EncodedTask(SourceTask):
 
     async def stop(self) -> None:
         pass
+
+
+# ------------------------------------------------------------------ record blocks
+
+
+BLOCK_SOURCES: dict[str, int] = {}
+"""The external system of :class:`BlockSource`, per topic: how many rows it holds (a
+test grows it between runs)."""
+
+BLOCK_COMMITS: dict[str, list[tuple[SourceRecord, RecordMetadata | None]]] = {}
+"""What ``commit_record`` of :class:`BlockCommitSource` tasks received, per topic."""
+
+BLOCK_PARTITION: Mapping[str, str] = {"table": "blocks"}
+BLOCK_HEADERS: list[tuple[str, bytes]] = [("origin", b"block-test"), ("format", b"raw")]
+"""The headers every row of a :class:`BlockSource` block has."""
+
+BLOCK_BASE_TIMESTAMP = (int(time.time()) - 3600) * 1000
+"""Row ``n`` has timestamp ``BLOCK_BASE_TIMESTAMP + n`` (an hour ago: clearly not the
+producer's clock)."""
+
+
+def block_key(n: int) -> bytes | None:
+    """Every fourth row has no key."""
+    return None if n % 4 == 0 else f"key-{n}".encode()
+
+
+def block_value(n: int) -> bytes:
+    return f"row-{n}".encode()
+
+
+def block_header(n: int) -> bytes | None:
+    """The ``row`` header column: left out of every third row."""
+    return None if n % 3 == 0 else f"h{n}".encode()
+
+
+def block_row_headers(n: int) -> list[tuple[str, bytes]]:
+    """The headers row ``n`` should carry in Kafka."""
+    column = block_header(n)
+    return [*BLOCK_HEADERS, *([("row", column)] if column is not None else [])]
+
+
+class BlockSource(BoundarySource):
+    """One task returning :class:`RecordBlock` s of rows ``n`` = 0 ..
+    ``BLOCK_SOURCES[topic]`` (key :func:`block_key`, value :func:`block_value`,
+    timestamp ``BLOCK_BASE_TIMESTAMP + n``, headers ``BLOCK_HEADERS`` and the ``row``
+    column :func:`block_header`); a block's offset is ``{"row": <rows done>}``.
+
+    ``block.rows`` (20) rows a block, ``blocks.per.poll`` (2) blocks a poll.
+    ``second.topic``: per-row topics, odd rows go there. ``leading.record=true``: each
+    poll starts with a JSON ``SourceRecord`` ``{"poll": k}`` (no offset) for ``topic``.
+    ``bad.kind`` (value, timestamp or key) with ``bad.row=R``: row R of the 4th block
+    is of the wrong type. ``commit.blocks``: comma-separated block numbers (from 0)
+    after which the task asks to commit (``transaction.boundary=connector``).
+    ``trailing.empty.block=true``: once every row is out, one more poll returns a
+    block of no rows with offset ``{"row": <rows>, "checked": True}``."""
+
+    def task_class(self) -> type[SourceTask]:
+        return BlockTask
+
+
+class BlockTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self.topic = config["topic"]
+        self.second = config.get("second.topic")
+        self.block_rows = int(config.get("block.rows", "20"))
+        self.per_poll = int(config.get("blocks.per.poll", "2"))
+        self.leading = config.get("leading.record") == "true"
+        self.bad_kind = config.get("bad.kind")
+        self.bad_row = int(config.get("bad.row", "0"))
+        self.commit_blocks = {int(b) for b in config.get("commit.blocks", "").split(",") if b}
+        self.trailing_empty = config.get("trailing.empty.block") == "true"
+        self.transactions = context.transaction_context
+        self.total = BLOCK_SOURCES[self.topic]
+        offset = await context.offset_reader.offset(BLOCK_PARTITION)
+        self.next = offset["row"] if offset else 0
+        self.polls = 0
+
+    def _block(self, start: int, end: int) -> RecordBlock:
+        rows = range(start, end)
+        keys: list[Any] = [block_key(n) for n in rows]
+        values: list[Any] = [block_value(n) for n in rows]
+        stamps: list[Any] = [BLOCK_BASE_TIMESTAMP + n for n in rows]
+        if self.bad_kind is not None and start // self.block_rows == 3:
+            column = {"value": values, "timestamp": stamps, "key": keys}[self.bad_kind]
+            column[self.bad_row] = f"{self.bad_kind} as str"
+        return RecordBlock(
+            BLOCK_PARTITION,
+            {"row": end},
+            self.topic,
+            values,
+            keys=keys,
+            timestamps=stamps,
+            headers=BLOCK_HEADERS,
+            header_columns={"row": [block_header(n) for n in rows]},
+            topics=(
+                [self.topic if n % 2 == 0 else self.second for n in rows]
+                if self.second is not None
+                else None
+            ),
+        )
+
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
+        if self.next >= self.total:
+            if self.trailing_empty:
+                self.trailing_empty = False
+                checked = {"row": self.total, "checked": True}
+                return [RecordBlock(BLOCK_PARTITION, checked, self.topic, [])]
+            await anyio.sleep(0.05)
+            return None
+        batch: list[SourceRecord | RecordBlock] = []
+        if self.leading:
+            batch.append(SourceRecord(BLOCK_PARTITION, None, self.topic, {"poll": self.polls}))
+        self.polls += 1
+        for _ in range(self.per_poll):
+            if self.next >= self.total:
+                break
+            end = min(self.next + self.block_rows, self.total)
+            block = self._block(self.next, end)
+            if self.transactions is not None and self.next // self.block_rows in self.commit_blocks:
+                self.transactions.commit_transaction(block)
+            batch.append(block)
+            self.next = end
+        return batch
+
+    async def stop(self) -> None:
+        pass
+
+
+class BlockCommitSource(BlockSource):
+    """:class:`BlockSource` whose task overrides ``commit_record`` (recorded in
+    ``BLOCK_COMMITS[topic]``)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return BlockCommitTask
+
+
+class BlockCommitTask(BlockTask):
+    async def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        BLOCK_COMMITS.setdefault(self.topic, []).append((record, metadata))

@@ -26,6 +26,7 @@ from tests.integration.test_spark_harness import (
     MemoryOffsets,
     Progress,
     TaskRun,
+    as_records,
     output,
     run_task,
     session_of,
@@ -342,7 +343,7 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
         try:
             with anyio.fail_after(60):
                 while True:
-                    records = await task.poll() or []
+                    records = as_records(await task.poll())
                     offsets.commit(records)
                     out.extend(value_of(r) for r in records)
                     if not records and task.idle:
@@ -351,7 +352,7 @@ async def test_changed_file_reported_not_reread(tmp_path: Path) -> None:
             (data / "a.json").write_text('{"id": 1}\n{"id": 2}\n{"id": 3}\n')
             os.utime(data / "a.json", (time.time() + 5, time.time() + 5))
             for _ in range(3):
-                out.extend(value_of(r) for r in await task.poll() or [])
+                out.extend(value_of(r) for r in as_records(await task.poll()))
             assert events[0] == {"changed_files": 1}
         finally:
             await task.stop()
@@ -410,7 +411,7 @@ async def test_python_holds_bounded_rows_and_loop_stays_responsive(
             await task.start(config, context)
             tg.start_soon(probe)
             while total < 150_000:
-                records = await task.poll() or []
+                records = as_records(await task.poll())
                 assert len(records) <= 10_000
                 total += len(records)
             tg.cancel_scope.cancel()

@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from eos.api import SourcePartition, SourceRecord, SourceTaskContext
+from eos.api import RecordBlock, SourcePartition, SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig, make_producer, read_to_end
 from eos.runtime.resources import SharedResources
+from eos.runtime.sending import expand_blocks
 from services.connectors.spark import SparkSourceTask
 
 T = TypeVar("T")
@@ -198,7 +199,7 @@ async def _run_task(
     try:
         with anyio.fail_after(max_seconds):
             while True:
-                records = await task.poll()
+                records = as_records(await task.poll())
                 if stop is not None and stop.is_set():
                     return run
                 if not records:
@@ -232,6 +233,11 @@ async def _run_task(
     finally:
         await task.stop()
         await producer.stop()
+
+
+def as_records(items: Sequence[SourceRecord | RecordBlock] | None) -> list[SourceRecord]:
+    """What a poll returned, with every block replaced by its rows."""
+    return expand_blocks(items or [])
 
 
 def value_of(record: SourceRecord) -> Any:

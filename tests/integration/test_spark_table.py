@@ -17,6 +17,7 @@ from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import (
     MemoryOffsets,
     TaskRun,
+    as_records,
     output,
     run_task,
     session_of,
@@ -101,7 +102,7 @@ async def test_ties_never_split_without_unique(spark: Any) -> None:
     batches: list[list[int]] = []
     try:
         for _ in range(4):
-            records = await task.poll() or []
+            records = as_records(await task.poll())
             offsets.commit(records)
             batches.append([value_of(r)["id"] for r in records])
     finally:
@@ -145,7 +146,7 @@ async def test_query_and_path_sources(spark: Any, tmp_path: Path) -> None:
             task = SparkSourceTask()
             await task.start(config, SourceTaskContext("c", 0, offsets, spark_resources()))
             try:
-                records = await task.poll() or []
+                records = as_records(await task.poll())
             finally:
                 await task.stop()
             offsets.commit(records)

@@ -7,7 +7,7 @@ import random
 import pytest
 from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 
-from eos.runtime.sending import KeyPartitioner, murmur2
+from eos.runtime.partitioner import KeyPartitioner, murmur2, murmur2_many
 
 # Kafka's own test vectors (clients UtilsTest.testMurmur2), signed 32-bit as Java has them
 JAVA_VECTORS = {
@@ -39,3 +39,18 @@ def test_partition_is_positive_hash_modulo_count() -> None:
         expected = (murmur2(key) & 0x7FFFFFFF) % 6
         assert partitioner.partition(key, partitions) == expected
         assert partitioner.partition(key, partitions) == expected  # cached
+
+
+def test_many_keys_hash_like_one_at_a_time() -> None:
+    rng = random.Random(11)
+    keys = [rng.randbytes(rng.randrange(300)) for _ in range(3000)]
+    keys += [str(i).encode() for i in range(10_000)] + list(JAVA_VECTORS)
+    assert murmur2_many(keys) == [murmur2(key) for key in keys]
+
+
+def test_partitions_of_a_key_column() -> None:
+    partitioner = KeyPartitioner()
+    keys: list[bytes | None] = [None if i % 5 == 0 else str(i).encode() for i in range(500)]
+    for partitions in ([0, 1, 2], [0, 1, 2, 3, 4, 5, 6], [2, 5, 9]):
+        expected = [-1 if k is None else partitioner.partition(k, partitions) for k in keys]
+        assert partitioner.partitions(keys, partitions) == expected

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from eos.api import RecordBlock, SourceRecord
+from eos.runtime.sending import expand_blocks
 from services.connectors.spark.arrow_stream import Columns
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import ROW_COLUMN, FileCursor, FileInfo
@@ -42,6 +44,13 @@ class ScriptedStream:
         self.closed = True
 
 
+def records_of(cursor: FileCursor, limit: int) -> list[SourceRecord]:
+    """The cursor's next chunk (one block, as Spark encoded it) as records."""
+    chunk = cursor.next_records(limit)
+    assert all(isinstance(block, RecordBlock) for block in chunk)
+    return expand_blocks(chunk)
+
+
 def _spark_encoder() -> Encoder:
     encoder = Encoder.__new__(Encoder)  # as built for a frame Spark encodes
     encoder.mapper = None
@@ -51,7 +60,7 @@ def _spark_encoder() -> Encoder:
 def test_rows_in_order_become_records_with_the_offset_on_the_last() -> None:
     stream = ScriptedStream([5, 6, 7], [8, 9])
     cursor = FileCursor(FILE, 5, stream, _spark_encoder(), SETTINGS)
-    first = cursor.next_records(3)
+    first = records_of(cursor, 3)
     assert [r.value for r in first] == [b'{"n":5}', b'{"n":6}', b'{"n":7}']
     assert all(r.encoded and r.topic == "t" for r in first)
     assert [r.source_offset for r in first[:-1]] == [None, None]
@@ -60,7 +69,7 @@ def test_rows_in_order_become_records_with_the_offset_on_the_last() -> None:
         "eos.spark.file": b"file:/data/a.parquet",
         "eos.spark.row": b"5",
     }
-    last = cursor.next_records(3)
+    last = records_of(cursor, 3)
     assert last[-1].source_offset == {"row": 10, "done": True, "size": 1000, "mtime": 17}
     assert cursor.exhausted
     assert stream.closed
@@ -75,18 +84,18 @@ def test_rows_out_of_order_are_read_again_sorted_from_the_first_missing_row() ->
         return ScriptedStream([3, 4, 5, 6], [7])
 
     cursor = FileCursor(FILE, 0, scan, _spark_encoder(), SETTINGS, resort)
-    assert [r.key for r in cursor.next_records(5)] == [b"0", b"1", b"2"]
-    records = cursor.next_records(5)  # rows 5, 6 are not delivered from the scan
+    assert [r.key for r in records_of(cursor, 5)] == [b"0", b"1", b"2"]
+    records = records_of(cursor, 5)  # rows 5, 6 are not delivered from the scan
     assert sorted_reads == [3]
     assert scan.closed
     assert [r.key for r in records] == [b"3", b"4", b"5", b"6"]
-    assert [r.key for r in cursor.next_records(5)] == [b"7"]
+    assert [r.key for r in records_of(cursor, 5)] == [b"7"]
 
 
 def test_rows_out_of_order_without_a_sorted_read_fail_naming_the_row() -> None:
     cursor = FileCursor(FILE, 0, ScriptedStream([0, 2]), _spark_encoder(), SETTINGS)
     with pytest.raises(RuntimeError, match=r"row 2 where 1 was due"):
-        cursor.next_records(5)
+        records_of(cursor, 5)
     assert cursor.exhausted
 
 
@@ -94,4 +103,4 @@ def test_an_empty_rest_of_a_file_gives_no_records() -> None:
     cursor = FileCursor(FILE, 10, ScriptedStream(), _spark_encoder(), SETTINGS)
     cursor.prefetch()
     assert cursor.exhausted
-    assert cursor.next_records(5) == []
+    assert records_of(cursor, 5) == []

@@ -13,6 +13,7 @@ from eos.api import (
     ConfigError,
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    RecordBlock,
     SourcePartition,
     SourceRecord,
     SourceTaskContext,
@@ -66,12 +67,12 @@ class RecordingTransactions:
     """A TransactionContext that records the boundaries asked for."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[str, SourceRecord | None]] = []
+        self.requests: list[tuple[str, SourceRecord | RecordBlock | None]] = []
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None:
         self.requests.append(("commit", record))
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBlock | None = None) -> None:
         self.requests.append(("abort", record))
 
 
@@ -275,7 +276,7 @@ async def test_boundaries_match_aborted_records() -> None:
     assert kinds == ["commit", "commit", "abort", "commit", "commit", "abort", "commit"]
     assert all(record is not None for _, record in txn.requests)
     # the last (partial) transaction ends with the last record
-    assert ids([r for _, r in txn.requests if r is not None])[-1] == ("1-1", 12)
+    assert ids([r for _, r in txn.requests if isinstance(r, SourceRecord)])[-1] == ("1-1", 12)
 
 
 async def test_boundaries_survive_restarts() -> None:

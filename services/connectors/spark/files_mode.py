@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from eos.api import OffsetStorageReader, SourceRecord, WorkerResources
+from eos.api import OffsetStorageReader, RecordBlock, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import RowStream, open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.mapping import Encoder
@@ -184,7 +184,7 @@ class FileCursor:
         if self._stream is not None and not self._stream.prefetch():
             self.close()
 
-    def next_records(self, limit: int) -> list[SourceRecord]:
+    def next_records(self, limit: int) -> list[SourceRecord | RecordBlock]:
         """Up to ``limit`` records; the offset of the file's last row says ``done``."""
         stream = self._stream
         if stream is None:
@@ -211,12 +211,14 @@ class FileCursor:
         done = not stream.prefetch()  # rows after this chunk? (Spark is ahead anyway)
         # Only a chunk's last record carries the offset (the others advance none): the
         # runtime commits at poll boundaries, and SparkSource draws no others.
-        offsets: list[dict[str, Any] | None] = [None] * len(indexes)
-        offsets[-1] = {"row": end, "done": done, "size": self.file.size, "mtime": self.file.mtime}
-        path = self._path_header
-        headers = [(path, (ROW_HEADER, str(i).encode())) for i in indexes]
+        offset = {"row": end, "done": done, "size": self.file.size, "mtime": self.file.mtime}
         records = self._encoder.records(
-            chunk, topic=self._topic, partition=self._partition, offsets=offsets, headers=headers
+            chunk,
+            topic=self._topic,
+            partition=self._partition,
+            offset=offset,
+            headers=(self._path_header,),
+            row_header=(ROW_HEADER, [b"%d" % i for i in range(first, end)]),
         )
         if done:
             self.close()
@@ -327,7 +329,9 @@ class FilesReader:
             math.inf
         )
         self._opened_send, self._opened = anyio.create_memory_object_stream[FileCursor]()
-        self._chunks_send, self._chunks = anyio.create_memory_object_stream[list[SourceRecord]]()
+        self._chunks_send, self._chunks = anyio.create_memory_object_stream[
+            list[SourceRecord | RecordBlock]
+        ]()
         self._files_in_flight = 0
         """Files queued and not yet delivered to the last row."""
 
@@ -398,7 +402,7 @@ class FilesReader:
             file.mtime,
         )
 
-    async def next_records(self, wait: float) -> list[SourceRecord]:
+    async def next_records(self, wait: float) -> list[SourceRecord | RecordBlock]:
         """The next chunk of records, or an empty list if none came within ``wait`` s."""
         try:
             return self._chunks.receive_nowait()

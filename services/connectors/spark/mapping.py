@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
-from eos.api import SourceOffset, SourcePartition, SourceRecord
+from eos.api import RecordBlock, SourceOffset, SourcePartition, SourceRecord
 from services.connectors.spark.arrow_stream import Columns, RowStream
 
 if TYPE_CHECKING:
@@ -372,34 +372,36 @@ def encode_in_spark(
     return df.select(*columns)
 
 
-def encoded_records(
+RowHeader = tuple[str, Sequence[bytes]]
+"""A header that differs per row: its name and one value per row."""
+
+
+def encoded_block(
     columns: Mapping[str, list[Any]],
     *,
     topic: str,
     partition: SourcePartition,
-    offsets: Sequence[SourceOffset | None],
-    headers: Sequence[Sequence[tuple[str, bytes]]],
-) -> list[SourceRecord]:
-    """Records from the first ``len(offsets)`` rows of a chunk of :func:`encode_in_spark`
-    rows (one offset and one header sequence per record)."""
-    n = len(offsets)
-    values = columns[VALUE_COLUMN][:n]
-    keys = columns[KEY_COLUMN][:n]
+    offset: SourceOffset | None,
+    headers: Sequence[tuple[str, bytes]],
+    row_header: RowHeader | None = None,
+) -> RecordBlock:
+    """The rows of a chunk of :func:`encode_in_spark` rows as one block (``offset``
+    after its last row)."""
+    values = columns[VALUE_COLUMN]
     topics = columns.get(TOPIC_COLUMN)
-    if topics is not None:
-        topics = topics[:n]
-        for t in topics:
-            if not t:
-                raise ValueError("a row has no topic: its topic.column is empty")
-    else:
-        topics = [topic] * n
-    timestamps = (columns.get(TIMESTAMP_COLUMN) or [None] * n)[:n]
-    return [
-        SourceRecord(p, o, t, v, k, None, ts, h, True)
-        for p, o, t, v, k, ts, h in zip(
-            [partition] * n, offsets, topics, values, keys, timestamps, headers, strict=True
-        )
-    ]
+    if topics is not None and not all(topics):
+        raise ValueError("a row has no topic: its topic.column is empty")
+    return RecordBlock(
+        source_partition=partition,
+        source_offset=offset,
+        topic=topic,
+        values=values,
+        keys=columns[KEY_COLUMN],
+        timestamps=columns.get(TIMESTAMP_COLUMN),
+        headers=headers,
+        header_columns=dict([row_header]) if row_header else {},
+        topics=topics,
+    )
 
 
 def json_projection(df: DataFrame, timestamp_column: str = "") -> tuple[DataFrame, str]:
@@ -580,18 +582,31 @@ class Encoder:
         *,
         topic: str,
         partition: SourcePartition,
-        offsets: Sequence[SourceOffset | None],
-        headers: Sequence[Sequence[tuple[str, bytes]]],
-    ) -> list[SourceRecord]:
-        """The first ``len(offsets)`` rows of ``chunk`` as records."""
+        offset: SourceOffset | None,
+        headers: Sequence[tuple[str, bytes]],
+        row_header: RowHeader | None = None,
+    ) -> list[SourceRecord | RecordBlock]:
+        """The rows of ``chunk`` as records (``offset`` on the last): one block when
+        Spark encoded them."""
         if self.mapper is None:
             assert chunk.columns is not None
-            return encoded_records(
-                chunk.columns, topic=topic, partition=partition, offsets=offsets, headers=headers
+            block = encoded_block(
+                chunk.columns,
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                headers=headers,
+                row_header=row_header,
             )
+            return [block]
         assert chunk.rows is not None
-        mapper = self.mapper
+        mapper, rows = self.mapper, chunk.rows
+        common = tuple(headers)
+        per_row = [()] * len(rows) if row_header is None else [
+            ((row_header[0], v),) for v in row_header[1]
+        ]  # fmt: skip
+        last = len(rows) - 1
         return [
-            mapper.record(row, partition, offset, header)
-            for row, offset, header in zip(chunk.rows, offsets, headers, strict=False)
+            mapper.record(row, partition, offset if n == last else None, common + extra)
+            for n, (row, extra) in enumerate(zip(rows, per_row, strict=True))
         ]

@@ -20,7 +20,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from eos.api import OffsetStorageReader, SourcePartition, SourceRecord, WorkerResources
+from eos.api import (
+    OffsetStorageReader,
+    RecordBlock,
+    SourcePartition,
+    SourceRecord,
+    WorkerResources,
+)
 from services.connectors.spark.arrow_stream import open_arrow_stream
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.mapping import Chunk, Encoder, json_ready
@@ -88,10 +94,10 @@ class TableReader:
             reader = reader.schema(s.schema)
         return reader.load(s.path)
 
-    async def next_records(self) -> list[SourceRecord]:
+    async def next_records(self) -> list[SourceRecord | RecordBlock]:
         return await self._resources.run_blocking(self.read_batch)
 
-    def read_batch(self) -> list[SourceRecord]:
+    def read_batch(self) -> list[SourceRecord | RecordBlock]:
         """The next batch of records (blocking); empty if there are no new rows."""
         from pyspark.sql import functions as F
 
@@ -141,14 +147,12 @@ class TableReader:
         if not values:
             return []
         # Only the last record carries the offset: a poll is committed whole.
-        offsets: list[dict[str, Any] | None] = [None] * len(values)
-        offsets[-1] = {"value": values[-1]}
         records = encoder.records(
             chunk,
             topic=s.topic,
             partition=self._partition,
-            offsets=offsets,
-            headers=[(self._lineage,)] * len(values),
+            offset={"value": values[-1]},
+            headers=(self._lineage,),
         )
         self._last = values[-1]
         return records

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import anyio
 
-from eos.api import SourceRecord, SourceTask, SourceTaskContext
+from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import FilesReader
 from services.connectors.spark.table_mode import TableReader
@@ -54,11 +54,11 @@ class SparkSourceTask(SourceTask):
             self._table = TableReader(settings, context.resources)
             await self._table.start(context.offset_reader)
 
-    async def poll(self) -> Sequence[SourceRecord] | None:
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
         assert self._settings is not None, "start() first"
         assert self._context is not None, "start() first"
         now = time.monotonic()
-        records: list[SourceRecord] = []
+        records: list[SourceRecord | RecordBlock] = []
         if self._files is not None:
             if now >= self._next_check:
                 self._next_check = now + self._settings.poll_interval
@@ -67,7 +67,8 @@ class SparkSourceTask(SourceTask):
             return await self._files.next_records(max(0.0, wait)) or None
         if self._table is not None and now >= self._next_check:
             records = await self._table.next_records()
-            self._caught_up = len(records) < self._settings.rows_per_poll
+            rows = sum(len(r) if isinstance(r, RecordBlock) else 1 for r in records)
+            self._caught_up = rows < self._settings.rows_per_poll
             if self._caught_up:  # wait for new rows
                 self._next_check = now + self._settings.poll_interval
         if records:
