@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaProducer
 
 from eos.kafka import ClientConfig, make_producer, read_to_end
+from eos.storage.offset_log import decode_offset_record
 
 
 @asynccontextmanager
@@ -34,3 +36,12 @@ async def wait_committed(
         while len(values := await committed_values(config, topic)) < count:  # noqa: ASYNC110 - polls Kafka
             await anyio.sleep(0.2)
     return values
+
+
+async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str) -> list[Any]:
+    """Every committed offset of connector ``name``, in commit order."""
+    return [
+        e[2]
+        for r in await read_to_end(config, offsets_topic)
+        if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == name
+    ]

@@ -16,7 +16,6 @@ from aiokafka.structs import ConsumerRecord
 
 from eos.kafka import ClientConfig, read_to_end
 from eos.runtime.partitioner import murmur2
-from eos.storage.offset_log import decode_offset_record
 from tests.conftest import TopicFactory
 from tests.integration.connectors import (
     BLOCK_BASE_TIMESTAMP,
@@ -26,7 +25,7 @@ from tests.integration.connectors import (
     block_row_headers,
     block_value,
 )
-from tests.integration.helpers import committed_values, wait_committed
+from tests.integration.helpers import committed_offsets, committed_values, wait_committed
 from tests.integration.worker_harness import running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -43,15 +42,6 @@ def blocks(name: str, topic: str, *, commits: bool = False, **settings: object) 
     }
     props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     return props
-
-
-async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str) -> list[Any]:
-    """Every committed offset of connector ``name``, in commit order."""
-    return [
-        e[2]
-        for r in await read_to_end(config, offsets_topic)
-        if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == name
-    ]
 
 
 async def wait_offset(

@@ -13,9 +13,8 @@ import pytest
 from aiokafka import TopicPartition
 
 from eos.kafka import ClientConfig, make_consumer, read_to_end
-from eos.storage.offset_log import decode_offset_record
 from tests.integration.connectors import BACKGROUND_EVENTS, BACKGROUND_SOURCES, ENCODED_RECORDS
-from tests.integration.helpers import committed_values, wait_committed
+from tests.integration.helpers import committed_offsets, committed_values, wait_committed
 from tests.integration.worker_harness import running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -39,15 +38,6 @@ def encoded(name: str, topic: str, **settings: object) -> dict[str, str]:
     }
     props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     return props
-
-
-async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str) -> list[Any]:
-    """Every committed offset of connector ``name``, in commit order."""
-    return [
-        e[2]
-        for r in await read_to_end(config, offsets_topic)
-        if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == name
-    ]
 
 
 async def read_uncommitted(config: ClientConfig, topic: str) -> list[Any]:
