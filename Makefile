@@ -49,7 +49,7 @@ test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, sys
 	$(BIN)/pytest
 
 bench: $(STAMP) ## the benchmark tables under bench/
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 dashboards: $(STAMP) ## regenerate deploy/grafana/dashboards/*.json from their generator
 	$(BIN)/python deploy/grafana/build_dashboards.py
