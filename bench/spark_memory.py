@@ -16,7 +16,6 @@ Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shutil
 import subprocess
@@ -26,19 +25,15 @@ from pathlib import Path
 
 import anyio
 from worker_run import (
+    CACHE,
     Progress,
     bench_broker,
+    bench_process,
     bench_settings,
     run_until_committed,
     spark_connector,
 )
 
-from services.log_setup import configure
-from services.worker_service import tune_gc
-
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
-CACHE = Path(os.environ["EOS_CACHE_DIR"])
 SPARK = {"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.driver.memory": "1g"}
 
 
@@ -172,10 +167,7 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=2.0)
     parser.add_argument("--slack", type=float, default=1.25)
     args = parser.parse_args()
-    tune_gc()  # as `eos worker` does
-    configure("WARNING")
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    bench_process()
     data = write_file(args.rows)
     with bench_broker(args.bootstrap) as (bootstrap, _):
         samples = anyio.run(run, bootstrap, data, args.rows, args.every)

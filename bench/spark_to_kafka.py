@@ -24,8 +24,6 @@ Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import shutil
 import subprocess
 import time
@@ -38,8 +36,11 @@ from pathlib import Path
 import anyio
 from cpu_meter import PARTS, CpuMeter
 from worker_run import (
+    CACHE,
+    REPO,
     Progress,
     bench_broker,
+    bench_process,
     bench_settings,
     run_until_committed,
     spark_connector,
@@ -48,12 +49,7 @@ from worker_run import (
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.connectors.spark import generate_sample_dataset
-from services.log_setup import configure
-from services.worker_service import tune_gc
 
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
-CACHE = Path(os.environ["EOS_CACHE_DIR"])
 FALLBACK_VERSIONS = ("4.2.0", "4.1.1", "4.1.0", "4.0.1", "4.0.0")
 """Older Spark releases tried for spark-sql-kafka when the installed one is not on Central."""
 TOKEN_PROVIDER_VERSIONS = (None, "4.0.0")
@@ -273,10 +269,7 @@ def main() -> None:
         help="a SparkSource setting for the eos/alos runs (repeatable)",
     )
     args = parser.parse_args()
-    tune_gc()  # as `eos worker` does
-    configure("WARNING")
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    bench_process()
     # the broker's CPU is measured only when the bench starts it (no --bootstrap)
     with bench_broker(args.bootstrap) as (bootstrap, broker_pids):
         rows = measure(

@@ -18,17 +18,20 @@ Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
 from __future__ import annotations
 
 import argparse
-import logging
 import time
 import uuid
 
 import anyio
-from worker_run import Progress, bench_broker, bench_settings, run_until_committed
+from worker_run import (
+    Progress,
+    bench_broker,
+    bench_process,
+    bench_settings,
+    run_until_committed,
+)
 
 from eos.kafka import ClientConfig, make_producer
 from eos.kafka.admin import ensure_topic
-from services.log_setup import configure
-from services.worker_service import tune_gc
 
 MODES = ("raw", "alos", "eos-poll", "eos-1s")
 
@@ -130,9 +133,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--records", type=int, default=200_000)
     args = parser.parse_args()
-    tune_gc()  # as `eos worker` does
-    configure("WARNING")
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    bench_process()
     with bench_broker(args.bootstrap, heap="512m") as (bootstrap, _):
         rows = anyio.run(measure, bootstrap, args.records)
     print(table(rows))

@@ -3,6 +3,8 @@ runtime's observer port from the first poll to the commit that covers the target
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 import tempfile
 import time
@@ -20,7 +22,21 @@ from eos.config.worker import WorkerConfig
 from eos.kafka.admin import ensure_topic
 from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
 from services.dev_kafka import DevKafka, free_ports
-from services.worker_service import run_worker
+from services.log_setup import configure
+from services.worker_service import run_worker, tune_gc
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
+CACHE = Path(os.environ["EOS_CACHE_DIR"])
+"""Where the benches keep their data sets and downloads (the Makefile's cache)."""
+
+
+def bench_process() -> None:
+    """Set this process up as `eos worker` runs: GC tuned, quiet logs."""
+    tune_gc()
+    configure("WARNING")
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @contextmanager

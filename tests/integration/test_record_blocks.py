@@ -26,7 +26,7 @@ from tests.integration.connectors import (
     block_value,
 )
 from tests.integration.helpers import committed_offsets, committed_values, wait_committed
-from tests.integration.worker_harness import running_worker, worker_props
+from tests.integration.worker_harness import connector_config, running_worker, worker_props
 
 pytestmark = pytest.mark.integration
 
@@ -34,14 +34,9 @@ pytestmark = pytest.mark.integration
 def blocks(name: str, topic: str, *, commits: bool = False, **settings: object) -> dict[str, str]:
     """The config of a :class:`BlockSource` (or, with ``commits``, a
     :class:`BlockCommitSource`) named ``name`` writing to ``topic``."""
-    source = "BlockCommitSource" if commits else "BlockSource"
-    props = {
-        "name": name,
-        "connector.class": f"tests.integration.connectors:{source}",
-        "topic": topic,
-    }
-    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
-    return props
+    return connector_config(
+        "BlockCommitSource" if commits else "BlockSource", name, topic, **settings
+    )
 
 
 async def wait_offset(
@@ -199,55 +194,38 @@ async def test_commit_record_gets_each_row_with_where_it_is(
         assert record.source_offset == ({"row": n + 1} if n % 20 == 19 else None), n
 
 
+@pytest.mark.parametrize("commits", [False, True], ids=["plain", "commits"])
 @pytest.mark.parametrize("kind", ["value", "timestamp", "key"])
 async def test_bad_row_fails_task_and_hides_its_transaction(
     kind: str,
+    commits: bool,
     bootstrap: str,
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
 ) -> None:
+    """A bad row fails the task with a ConversionError naming where it comes from and
+    hides its transaction, also when the rows become records first (for a task that
+    overrides ``commit_record``)."""
     topic = await topic_factory(partitions=3)
     wprops = worker_props(bootstrap, unique_name("g"))
     BLOCK_SOURCES[topic] = 120
     # Poll 1: blocks 0-1 (committed). Poll 2: block 2, then block 3 (rows 60-79), whose
     # row 3 (row 63) has a str where bytes or an int belong.
-    props = blocks("blk", topic, block_rows=20, bad_kind=kind, bad_row=3)
+    props = blocks("blk", topic, commits=commits, block_rows=20, bad_kind=kind, bad_row=3)
     async with running_worker(wprops, [props]) as w:
         status = await w.wait_for_tasks("blk", "FAILED", 1, timeout=20)
     trace = status["tasks"][0]["trace"]
-    assert trace.startswith(
-        f"row 3 of the record block for topic {topic!r} from source partition "
-        "{'table': 'blocks'} at offset {'row': 80} cannot be written"
-    ), trace
+    if commits:  # the error names the row's record
+        assert f"for topic {topic!r} from source partition {{'table': 'blocks'}}" in trace, trace
+    else:
+        assert trace.startswith(
+            f"row 3 of the record block for topic {topic!r} from source partition "
+            "{'table': 'blocks'} at offset {'row': 80} cannot be written"
+        ), trace
     assert "ConversionError" in trace
 
     # The first poll's transaction is there; nothing of the failing one.
-    records = await read_to_end(client_config, topic)
-    assert sorted(row_of(r) for r in records) == list(range(40))
-    offsets = await committed_offsets(client_config, wprops["offset.storage.topic"], "blk")
-    assert offsets == [{"row": 40}]
-
-
-@pytest.mark.parametrize("kind", ["value", "timestamp", "key"])
-async def test_bad_row_fails_task_that_overrides_commit_record(
-    kind: str,
-    bootstrap: str,
-    client_config: ClientConfig,
-    unique_name: Callable[[str], str],
-    topic_factory: TopicFactory,
-) -> None:
-    """The rows become records first (for ``commit_record``); a bad one still fails the
-    task with a ConversionError naming where it comes from, and hides its transaction."""
-    topic = await topic_factory(partitions=3)
-    wprops = worker_props(bootstrap, unique_name("g"))
-    BLOCK_SOURCES[topic] = 120
-    props = blocks("blk", topic, commits=True, block_rows=20, bad_kind=kind, bad_row=3)
-    async with running_worker(wprops, [props]) as w:
-        status = await w.wait_for_tasks("blk", "FAILED", 1, timeout=20)
-    trace = status["tasks"][0]["trace"]
-    assert f"for topic {topic!r} from source partition {{'table': 'blocks'}}" in trace, trace
-    assert "ConversionError" in trace
     records = await read_to_end(client_config, topic)
     assert sorted(row_of(r) for r in records) == list(range(40))
     offsets = await committed_offsets(client_config, wprops["offset.storage.topic"], "blk")

@@ -15,29 +15,17 @@ from aiokafka import TopicPartition
 from eos.kafka import ClientConfig, make_consumer, read_to_end
 from tests.integration.connectors import BACKGROUND_EVENTS, BACKGROUND_SOURCES, ENCODED_RECORDS
 from tests.integration.helpers import committed_offsets, committed_values, wait_committed
-from tests.integration.worker_harness import running_worker, worker_props
+from tests.integration.worker_harness import connector_config, running_worker, worker_props
 
 pytestmark = pytest.mark.integration
 
 
 def background(name: str, topic: str, **settings: object) -> dict[str, str]:
-    props = {
-        "name": name,
-        "connector.class": "tests.integration.connectors:BackgroundSource",
-        "topic": topic,
-    }
-    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
-    return props
+    return connector_config("BackgroundSource", name, topic, **settings)
 
 
 def encoded(name: str, topic: str, **settings: object) -> dict[str, str]:
-    props = {
-        "name": name,
-        "connector.class": "tests.integration.connectors:EncodedSource",
-        "topic": topic,
-    }
-    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
-    return props
+    return connector_config("EncodedSource", name, topic, **settings)
 
 
 async def read_uncommitted(config: ClientConfig, topic: str) -> list[Any]:

@@ -43,6 +43,18 @@ def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
     return props
 
 
+def connector_config(connector: str, name: str, topic: str, **settings: object) -> dict[str, str]:
+    """The config of ``name``, a connector of tests/integration/connectors.py writing to
+    ``topic`` (``settings``: ``some_setting=1`` becomes ``some.setting=1``)."""
+    props = {
+        "name": name,
+        "connector.class": f"tests.integration.connectors:{connector}",
+        "topic": topic,
+    }
+    props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+    return props
+
+
 @dataclass
 class RunningWorker:
     worker: Worker
