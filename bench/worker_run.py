@@ -23,7 +23,7 @@ from eos.kafka.admin import ensure_topic
 from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
 from services.dev_kafka import DevKafka, free_ports
 from services.log_setup import configure
-from services.worker_service import run_worker, tune_gc
+from services.worker_service import run_worker, tune_gc, worker_settings
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
@@ -109,7 +109,7 @@ def bench_settings(bootstrap: str, prefix: str, extra: Mapping[str, str]) -> Wor
     """Worker settings on fresh internal topics named after a random group."""
     group = f"{prefix}-{uuid.uuid4().hex[:8]}"
     (port,) = free_ports(1)
-    return WorkerConfig.from_properties(
+    return worker_settings(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,

@@ -20,6 +20,8 @@ that *this instance* has been superseded (``zombie``)::
     ├── TopicError                   an internal topic exists with the wrong layout
     ├── NotFoundError                a connector or task does not exist (REST 404)
     ├── ConflictError                the request raced a change of the cluster (REST 409)
+    │   └── NotLeaderError           a write reached a worker that is not the leader
+    ├── WorkerStartingError          the worker has not read its config topic yet (REST 503)
     └── DevKafkaError                the local development broker cannot be assembled or run
 
 Rules: a :class:`FencedError` is never retried and a fenced task writes no
@@ -134,6 +136,20 @@ class NotFoundError(EosError):
 
 class ConflictError(EosError):
     """The request raced a change of the cluster (new task configs, a rebalance)."""
+
+
+class WorkerStartingError(EosError):
+    """The worker has not read its config topic yet (it is creating its internal
+    topics or joining the group); REST answers 503 and the caller retries."""
+
+
+class NotLeaderError(ConflictError):
+    """A request only the leader may serve reached another worker; ``leader_url``
+    names the leader when one is known."""
+
+    def __init__(self, message: str, leader_url: str | None) -> None:
+        self.leader_url = leader_url
+        super().__init__(message)
 
 
 class DevKafkaError(EosError):

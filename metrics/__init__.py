@@ -15,7 +15,6 @@ from metrics.definitions import WorkerMetrics as WorkerMetrics
 from metrics.exporter import OPENMETRICS_CONTENT_TYPE as OPENMETRICS_CONTENT_TYPE
 from metrics.exporter import TEXT_CONTENT_TYPE as TEXT_CONTENT_TYPE
 from metrics.exporter import metrics_response as metrics_response
-from metrics.exporter import serve_metrics as serve_metrics
 from metrics.exporter import wants_openmetrics as wants_openmetrics
 from metrics.observer import PrometheusObserver as PrometheusObserver
 from metrics.observer import PrometheusTaskObserver as PrometheusTaskObserver

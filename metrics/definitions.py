@@ -2,9 +2,10 @@
 
 Naming follows Prometheus conventions: the ``eos_`` prefix, base units (seconds,
 bytes), ``_total`` on counters, the unit as a suffix. Task metrics carry the labels
-``connector`` and ``task``; worker metrics about a connector carry ``connector``.
-No label takes unbounded values: connector names and task ids are bounded by the
-cluster's configuration, ``state`` and ``reason`` by the runtime's enumerations.
+``connector`` and ``task``; worker metrics about a connector carry ``connector``;
+rebalances carry ``protocol`` and ``cause``. No label takes unbounded values:
+connector names and task ids are bounded by the cluster's configuration, ``state``,
+``reason``, ``protocol`` and ``cause`` by the runtime's enumerations.
 docs/monitoring.md has the table; a unit test keeps the two in step.
 """
 
@@ -16,6 +17,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 TASK_LABELS = ("connector", "task")
 ABORT_REASONS = ("connector", "error", "shutdown")
+#: The rebalance protocols and the causes of a rejoin (:class:`eos.runtime.observer.Rebalanced`).
+PROTOCOLS = ("eager", "cooperative")
+REBALANCE_CAUSES = ("start", "requested", "rebalance", "lost")
 
 #: Records per committed transaction.
 SIZE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000)
@@ -25,6 +29,9 @@ LATENCY_BUCKETS = (
 )  # fmt: skip
 #: How long a transaction stays open: 10 ms up to the producer's transaction timeout and past it.
 OPEN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
+#: Time in a rebalance: 10 ms (a cooperative round on loopback) up to past the
+#: default rebalance.timeout.ms (60 s), which bounds how long the group waits.
+REBALANCE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300)
 
 
 def unit(name: str) -> str:
@@ -166,11 +173,20 @@ class TaskMetrics:
 
 @dataclass(frozen=True)
 class WorkerMetrics:
-    """Per-worker metrics (no labels, or ``connector``)."""
+    """Per-worker metrics (no labels, ``connector``, or ``protocol`` and ``cause``)."""
 
     rebalances: Counter
+    rebalance_duration: Histogram
     generation: Gauge
     leader: Gauge
+    leader_changes: Counter
+    members: Gauge
+    assigned_connectors: Gauge
+    assigned_tasks: Gauge
+    revoked_connectors: Counter
+    revoked_tasks: Counter
+    scheduled_rebalance_delay: Gauge
+    scheduled_rebalances: Counter
     fencing_rounds: Counter
     fencing_round_failures: Counter
     fencing_round_duration: Histogram
@@ -186,17 +202,68 @@ class WorkerMetrics:
         def by_connector(name: str, doc: str) -> Counter:
             return Counter(name, doc, ("connector",), registry=registry)
 
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, registry=registry, unit=unit(name))
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, registry=registry)
+
         return cls(
             rebalances=Counter(
-                "eos_worker_rebalances_total", "Completed rebalances.", registry=registry
-            ),
-            generation=Gauge(
-                "eos_worker_generation",
-                "Group generation of the last completed rebalance.",
+                "eos_worker_rebalances_total",
+                "Completed rebalances this worker took part in, by protocol (eager, "
+                "cooperative) and by why it rejoined: start, requested (by this worker: a "
+                "config change, handed-over work, a scheduled rebalance), rebalance (another "
+                "member's), lost (expelled from the group).",
+                ("protocol", "cause"),
                 registry=registry,
             ),
-            leader=Gauge(
-                "eos_worker_leader", "1 if this worker is the group's leader.", registry=registry
+            rebalance_duration=Histogram(
+                "eos_worker_rebalance_duration_seconds",
+                "Time from the decision to rejoin until the assignment arrived.",
+                registry=registry,
+                buckets=REBALANCE_BUCKETS,
+                unit="seconds",
+            ),
+            generation=gauge(
+                "eos_worker_generation", "Group generation of the last completed rebalance."
+            ),
+            leader=gauge("eos_worker_leader", "1 if this worker is the group's leader."),
+            leader_changes=counter(
+                "eos_worker_leader_changes_total",
+                "Rebalances after which another member led the group than in the "
+                "previous generation this worker saw.",
+            ),
+            members=gauge(
+                "eos_worker_group_members", "Members of the group in the last completed rebalance."
+            ),
+            assigned_connectors=gauge(
+                "eos_worker_assigned_connectors",
+                "Connectors assigned to this worker by the last completed rebalance.",
+            ),
+            assigned_tasks=gauge(
+                "eos_worker_assigned_tasks",
+                "Tasks assigned to this worker by the last completed rebalance.",
+            ),
+            revoked_connectors=counter(
+                "eos_worker_revoked_connectors_total",
+                "Connectors revoked from this worker by cooperative rebalances (moved elsewhere; "
+                "under eager, and when lost, a worker drops all its work before it rejoins).",
+            ),
+            revoked_tasks=counter(
+                "eos_worker_revoked_tasks_total",
+                "Tasks revoked from this worker by cooperative rebalances (moved elsewhere; "
+                "under eager, and when lost, a worker drops all its work before it rejoins).",
+            ),
+            scheduled_rebalance_delay=gauge(
+                "eos_worker_scheduled_rebalance_delay_seconds",
+                "Delay of the later rebalance the leader scheduled in the last completed "
+                "one (work of a lost member held back, a failover settle time); 0 if none.",
+            ),
+            scheduled_rebalances=counter(
+                "eos_worker_scheduled_rebalances_total",
+                "Completed rebalances after which the leader scheduled a later one (work "
+                "held back for a lost member, a failover settle time).",
             ),
             fencing_rounds=by_connector(
                 "eos_worker_fencing_rounds_total",

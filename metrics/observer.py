@@ -10,6 +10,10 @@ Invariants:
   the new observer owns the series: the old one still counts but sets no gauges,
   and closing it removes nothing. Calls on a closed observer are ignored (so they
   cannot bring series back).
+- ``eos_worker_rebalances_total`` has a series for every known protocol and cause
+  from the start, at 0, so that ``increase()`` sees the first rebalance of a kind
+  (once the 0 was scraped); the cluster gauges hold the last completed rebalance's
+  values.
 - Lock order: the worker observer's lock, then a task observer's; series are
   created and removed only under the worker observer's lock.
 """
@@ -32,8 +36,15 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-from eos.runtime.observer import TASK_STATES, AbortReason, NullTaskObserver, TaskObserver
-from metrics.definitions import ABORT_REASONS, TaskMetrics, WorkerMetrics
+from eos.runtime.observer import AbortReason, NullTaskObserver, Rebalanced, TaskObserver
+from eos.state import TASK_STATES, State
+from metrics.definitions import (
+    ABORT_REASONS,
+    PROTOCOLS,
+    REBALANCE_CAUSES,
+    TaskMetrics,
+    WorkerMetrics,
+)
 
 __all__ = ["PrometheusObserver", "PrometheusTaskObserver"]
 
@@ -80,7 +91,7 @@ class PrometheusTaskObserver:
         self._committed_records = 0
         self._min = 0
         self._max = 0
-        self._states = list(TASK_STATES)
+        self._states = [s.value for s in TASK_STATES]
         self._events: set[str] = set()
         self._create_series()
 
@@ -127,14 +138,12 @@ class PrometheusTaskObserver:
         return max(0.0, self._clock() - since)
 
     @_never_raises
-    def state_changed(self, state: str) -> None:
+    def state_changed(self, state: State) -> None:
         with self._lock:
             if self._closed or self._superseded:
                 return
-            if state not in self._states:
-                self._states.append(state)
             for known in self._states:
-                self._m.state.labels(*self._labels, known).set(1 if known == state else 0)
+                self._m.state.labels(*self._labels, known).set(1 if known == state.value else 0)
 
     @_never_raises
     def poll_completed(self, records: int, seconds: float) -> None:
@@ -272,6 +281,9 @@ class PrometheusObserver:
         self._m = WorkerMetrics.create(self.registry)
         self._owners: dict[tuple[str, str], PrometheusTaskObserver] = {}
         self._lock = threading.Lock()
+        for protocol in PROTOCOLS:  # from 0, so that increase() sees the first rebalance
+            for cause in REBALANCE_CAUSES:
+                self._m.rebalances.labels(protocol, cause)
         if process_metrics:
             ProcessCollector(registry=self.registry)
             PlatformCollector(registry=self.registry)
@@ -306,10 +318,25 @@ class PrometheusObserver:
                 observer.remove_series()
 
     @_never_raises
-    def rebalance_completed(self, generation: int, leader: bool) -> None:
-        self._m.rebalances.inc()
-        self._m.generation.set(generation)
-        self._m.leader.set(1 if leader else 0)
+    def rebalance_completed(self, rebalanced: Rebalanced) -> None:
+        """Gauges take the round's values (the scheduled delay goes back to 0 after a
+        round that scheduled none); counters add it. Gauges first: a bad count (a
+        counter cannot go down) must not leave them stale."""
+        m, r = self._m, rebalanced
+        m.generation.set(r.generation)
+        m.leader.set(1 if r.leader else 0)
+        m.members.set(r.members)
+        m.assigned_connectors.set(r.connectors)
+        m.assigned_tasks.set(r.tasks)
+        m.scheduled_rebalance_delay.set(r.delay_ms / 1000)
+        m.rebalances.labels(r.protocol, r.cause).inc()
+        m.rebalance_duration.observe(r.seconds)
+        if r.leader_changed:
+            m.leader_changes.inc()
+        m.revoked_connectors.inc(r.revoked_connectors)
+        m.revoked_tasks.inc(r.revoked_tasks)
+        if r.delay_ms > 0:
+            m.scheduled_rebalances.inc()
 
     @_never_raises
     def fencing_round(self, connector: str, seconds: float, ok: bool) -> None:

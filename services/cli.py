@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+
+from aiokafka.errors import KafkaError
 
 from eos.errors import EosError
 from services import dev_kafka, log_setup
@@ -94,18 +98,52 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--rest-port", type=int, default=8083, help="the worker's REST port")
     run.add_argument("--data-dir", type=Path, default=None)
     run.set_defaults(func=_run)
+
+    from services.client.commands import add_commands
+
+    add_commands(sub)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. An eos error, or a Kafka error (a broker that cannot be reached),
+    also inside an exception group, ends it with one ``error:`` line per problem and
+    exit code 2; the traceback only with ``--log-level debug``."""
     args = parser().parse_args(argv)
     log_setup.configure(args.log_level)
     try:
         code: int = args.func(args)
-    except EosError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (EosError, KafkaError, BaseExceptionGroup) as exc:
+        messages = _user_errors(exc)
+        if messages is None:
+            raise
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            traceback.print_exception(exc)
+        for message in messages:
+            print(f"error: {message}", file=sys.stderr)
         return 2
     return code
+
+
+def _user_errors(exc: BaseException) -> list[str] | None:
+    """One message per eos or Kafka error in ``exc`` (an exception group is searched),
+    if nothing else (e.g. a bug) is in it; the same message only once."""
+    found: list[str] = []
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        elif isinstance(current, EosError):
+            found.append(str(current))
+        elif isinstance(current, KafkaError):
+            what = str(current)
+            if not what.startswith(type(current).__name__):
+                what = f"{type(current).__name__}: {what}"
+            found.append(f"Kafka: {what}; check bootstrap.servers and that Kafka runs")
+        else:
+            return None
+    return list(dict.fromkeys(found))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@ broker/controller processes, waits until a transactional producer can commit,
 and returns. The cluster's layout (pids, ports, logs) is kept in
 ``<data-dir>/cluster.json``; ``status`` and ``stop`` read it.
 
+The data directory must be new, empty, or one that ``eos dev-kafka`` made (it
+holds a ``.eos-dev-kafka`` marker, or a ``cluster.json`` of an older eos): any
+other directory is refused, and in its own directories it removes only what it
+made (``cluster.json`` and ``broker-<n>``), never a user's files.
+
 The tests start their brokers with the same code (:class:`DevKafka`).
 """
 
@@ -40,6 +45,9 @@ READY_TOPIC = "eos-dev-kafka-ready"
 # Broker processes started by this process, kept so they are reaped (not leaked) on stop.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 STATE_FILE = "cluster.json"
+MARKER = ".eos-dev-kafka"
+"""Marks a directory that ``eos dev-kafka`` made: only there does it remove anything,
+and only what it made itself (the state file and the broker directories)."""
 
 
 def cache_dir() -> Path:
@@ -208,6 +216,7 @@ class DevKafka:
         """Start ``brokers`` nodes, or raise if this data dir already runs a cluster."""
         if brokers < 1:
             raise DevKafkaError(f"--brokers must be at least 1, not {brokers}")
+        self._check_data_dir()
         live = self.running()
         if live:
             raise AlreadyRunning(live)
@@ -229,9 +238,26 @@ class DevKafka:
             raise
         return state
 
+    def _check_data_dir(self) -> None:
+        """Refuse a data directory that holds anything but what dev-kafka made."""
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise DevKafkaError(f"--data-dir {self.data_dir} is a file, not a directory")
+        ours = (self.data_dir / MARKER).exists() or (self.data_dir / STATE_FILE).exists()
+        if self.data_dir.is_dir() and not ours and any(self.data_dir.iterdir()):
+            raise DevKafkaError(
+                f"--data-dir {self.data_dir} is not empty and is not a dev-kafka data "
+                f"directory (it has no {MARKER} marker): dev-kafka would have to remove what "
+                "is in it, so it leaves it alone; pass a new or empty directory"
+            )
+
     def _layout(self, brokers: int, port: int) -> ClusterState:
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-        self.data_dir.mkdir(parents=True)
+        self._check_data_dir()
+        self._remove_own_files()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / MARKER).write_text(
+            "This directory was made by `eos dev-kafka`; it removes only cluster.json and the "
+            "broker-<n> directories in it.\n"
+        )
         if port == 0:
             ports = free_ports(2 * brokers)
             pairs = list(zip(ports[:brokers], ports[brokers:], strict=True))
@@ -242,6 +268,13 @@ class DevKafka:
             for i, (p, c) in enumerate(pairs)
         ]
         return ClusterState(kafka_version(), uuid_for_kafka(), str(self.data_dir), nodes)
+
+    def _remove_own_files(self) -> None:
+        """What an earlier layout left here: the state file and the broker directories."""
+        (self.data_dir / STATE_FILE).unlink(missing_ok=True)
+        for broker in self.data_dir.glob("broker-*") if self.data_dir.is_dir() else []:
+            if broker.is_dir() and broker.name.removeprefix("broker-").isdigit():
+                shutil.rmtree(broker)
 
     def _check_ports_free(self, state: ClusterState) -> None:
         for node in state.nodes:

@@ -1,8 +1,10 @@
 """Logging for the ``eos`` processes: structlog, key=value, to stderr.
 
-Library code only logs; this is the one place that configures output. aiokafka's
-own stdlib logging is routed through the same renderer, at WARNING unless
-``EOS_LOG_LEVEL`` says otherwise for eos itself.
+Library code only logs; this is the one place that configures output. Levels are
+the stdlib loggers' (one per module, named after it: ``eos.runtime.worker``), so
+they can be changed per logger while the worker runs (``/admin/loggers``);
+``--log-level`` / ``EOS_LOG_LEVEL`` set the root's. aiokafka's own stdlib logging
+goes through the same renderer, at ERROR unless the root level is higher.
 """
 
 from __future__ import annotations
@@ -10,8 +12,36 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 import structlog
+
+_METHOD_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+class LevelFilteringLogger(structlog.stdlib.BoundLogger):
+    """structlog's stdlib logger that asks its stdlib logger's level first: a debug call
+    below the level costs about what a fixed-level structlog logger's does, not the
+    processor chain up to a dropped event (``structlog.stdlib.filter_by_level``, ~20x)."""
+
+    def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._logger.isEnabledFor(logging.DEBUG):  # the hot path's only level
+            return super()._proxy_to_logger("debug", event, *args, **kw)
+        return None
+
+    def _proxy_to_logger(
+        self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
+    ) -> Any:
+        if not self._logger.isEnabledFor(_METHOD_LEVELS.get(method_name, logging.CRITICAL)):
+            return None
+        return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
 
 
 def configure(level: str | None = None, *, json: bool = False) -> None:
@@ -30,7 +60,7 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        wrapper_class=LevelFilteringLogger,
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)

@@ -22,7 +22,7 @@ import anyio
 from eos.config.worker import WorkerConfig
 from eos.kafka import ClientConfig, read_to_end
 from eos.kafka.admin import ensure_topic
-from services.worker_service import run_worker
+from services.worker_service import run_worker, worker_settings
 
 GROUP = "eos-demo"
 CONNECTOR = "spark-orders"
@@ -30,8 +30,8 @@ TOPIC = "eos-demo-orders"
 ROWS = 100_000
 
 
-def worker_settings(bootstrap: str, rest_port: int) -> WorkerConfig:
-    return WorkerConfig.from_properties(
+def demo_settings(bootstrap: str, rest_port: int) -> WorkerConfig:
+    return worker_settings(
         {
             "bootstrap.servers": bootstrap,
             "group.id": GROUP,
@@ -80,7 +80,7 @@ async def count_ids(config: ClientConfig) -> Counter[int]:
 
 
 async def main_job(bootstrap: str, data: Path, rest_port: int = 8083) -> bool:
-    settings = worker_settings(bootstrap, rest_port)
+    settings = demo_settings(bootstrap, rest_port)
     if ensure_dataset(data):
         print(f"wrote the sample dataset: {ROWS:,} rows with a unique id, Parquet, in {data}")
     await ensure_topic(settings.client_config, TOPIC, partitions=2)

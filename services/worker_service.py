@@ -9,61 +9,47 @@ from __future__ import annotations
 import contextlib
 import gc
 import signal
-from collections.abc import Iterator, Mapping, Sequence
-from urllib.parse import urlparse
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 import anyio
-import anyio.to_thread
 import structlog
-import uvicorn
+from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, NoBrokersAvailable
 from anyio.abc import TaskStatus
-from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from eos.config.files import load_config_file
 from eos.config.worker import WorkerConfig
-from eos.errors import ConfigError
+from eos.errors import ConfigError, EosError
 from eos.runtime.observer import WorkerObserver
+from eos.runtime.plugins import reserved_worker_prefixes
 from eos.runtime.worker import Worker
-from metrics import PrometheusObserver, metrics_response, serve_metrics
+from metrics import PrometheusObserver
+from services.http import (
+    METRICS_LISTENERS,
+    METRICS_PREFIX,
+    Listener,
+    listen,
+    metrics_route,
+    serve_listener,
+)
 from services.rest import build_app
-
-METRICS_LISTENERS = "metrics.listeners"
+from services.rest.auth import AuthProvider, auth_provider
 
 log = structlog.get_logger(__name__)
 
 
-class _RestServer(uvicorn.Server):
-    """uvicorn without its own signal handling (the service entry point owns signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def rest_server(app: Starlette, listener: str) -> _RestServer:
-    url = urlparse(listener)
-    if url.scheme != "http" or not url.hostname or not url.port:
-        raise ConfigError("listeners", listener, "expected http://host:port")
-    config = uvicorn.Config(
-        app, host=url.hostname, port=url.port, log_config=None, access_log=False, lifespan="off"
+def worker_settings(props: Mapping[str, str]) -> WorkerConfig:
+    """Parse worker settings, with the prefixes that plugins and this service reserve."""
+    return WorkerConfig.from_properties(
+        props, reserved=(*reserved_worker_prefixes(), METRICS_PREFIX)
     )
-    return _RestServer(config)
 
 
-def metrics_route(registry: CollectorRegistry) -> Route:
-    """``GET /metrics``: Prometheus text, or OpenMetrics when the scraper prefers it."""
-
-    async def endpoint(request: Request) -> Response:
-        body, content_type = await anyio.to_thread.run_sync(
-            metrics_response, registry, request.headers.get("accept")
-        )
-        return Response(body, media_type=content_type)
-
-    return Route("/metrics", endpoint, methods=["GET"])
+def plugin_settings(settings: WorkerConfig) -> dict[str, str]:
+    """The worker settings connector plugins declared they read."""
+    prefixes = reserved_worker_prefixes()
+    return {k: v for k, v in settings.raw.items() if k.startswith(prefixes)}
 
 
 async def run_worker(
@@ -75,43 +61,59 @@ async def run_worker(
 ) -> None:
     """Run a worker until SIGTERM/SIGINT (or ``worker.stop()``).
 
-    Without an ``observer`` the worker reports to Prometheus: ``GET /metrics`` on the
-    REST listener, and on ``metrics.listeners`` (``http://host:port``) if set."""
-    prometheus = PrometheusObserver() if observer is None else None
-    worker = Worker(settings, observer=observer or prometheus)
-    routes = [metrics_route(prometheus.registry)] if prometheus else []
-    server = rest_server(build_app(worker, routes), settings.listeners[0])
-    server_done = anyio.Event()
+    The listeners are bound first, before anything touches Kafka: a taken address
+    (or an unusable TLS file, or a ``rest.auth`` that cannot be loaded) stops the
+    worker with a :class:`ConfigError` naming it. Without an ``observer`` the worker
+    reports to Prometheus: ``GET /metrics`` on the REST listeners, and on
+    ``metrics.listeners`` (``http://host:port``) if set."""
+    auth = auth_provider(settings)
+    with contextlib.ExitStack() as bound:
+        metrics_listener = None
+        if observer is None and METRICS_LISTENERS in settings.raw:
+            metrics_listener = listen(settings.raw[METRICS_LISTENERS], METRICS_LISTENERS)
+            bound.callback(metrics_listener.close)
+        listeners = []
+        for url in settings.listeners:
+            listeners.append(listen(url, "listeners", settings.rest_tls))
+            bound.callback(listeners[-1].close)
+        await _run(settings, connector_configs, observer, auth, listeners, metrics_listener,
+                   task_status)  # fmt: skip
 
-    async def serve_rest() -> None:
-        try:
-            await server._serve()
-        finally:
-            server_done.set()
+
+async def _run(
+    settings: WorkerConfig,
+    connector_configs: Sequence[Mapping[str, str]],
+    observer: WorkerObserver | None,
+    auth: AuthProvider | None,
+    listeners: Sequence[Listener],
+    metrics_listener: Listener | None,
+    task_status: TaskStatus[Worker],
+) -> None:
+    prometheus = PrometheusObserver() if observer is None else None
+    worker = Worker(
+        settings, observer=observer or prometheus, plugin_settings=plugin_settings(settings)
+    )
+    routes = [metrics_route(prometheus.registry)] if prometheus else []
+    metrics_open = [] if settings.rest_auth.metrics_protected else routes
+    app = build_app(worker, routes, auth=auth, open_routes=metrics_open)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, worker)
-        if prometheus and METRICS_LISTENERS in settings.raw:
-            url = urlparse(settings.raw[METRICS_LISTENERS])
-            if url.scheme != "http" or not url.hostname or not url.port:
-                raise ConfigError(METRICS_LISTENERS, url.geturl(), "expected http://host:port")
-            await tg.start(serve_metrics, prometheus.registry, url.hostname, url.port)
+        if prometheus and metrics_listener is not None:
+            metrics_app = Starlette(routes=[metrics_route(prometheus.registry)])
+            await tg.start(serve_listener, metrics_app, metrics_listener)
+        for listener in listeners:  # first: GET / tells why a worker cannot join
+            await tg.start(serve_listener, app, listener)
         await tg.start(worker.run)
-        tg.start_soon(serve_rest)
         for props in connector_configs:
             name = props.get("name", "")
             if not name:
                 raise ConfigError("name", None, "every connector config file needs a name")
-            created = await worker.put_connector(name, props)
+            created = await worker.apply_connector(name, props)
             log.info("connector applied", connector=name, created=created)
-        while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
-            await anyio.sleep(0.05)
         log.info("worker ready", rest=settings.rest_url, connectors=len(connector_configs))
         task_status.started(worker)
         await worker.stopped.wait()
-        server.should_exit = True
-        with anyio.move_on_after(5):
-            await server_done.wait()
         tg.cancel_scope.cancel()
 
 
@@ -139,7 +141,55 @@ def tune_gc() -> None:
 
 def main(worker_file: str, connector_files: Sequence[str]) -> int:
     tune_gc()
-    settings = WorkerConfig.from_properties(load_config_file(worker_file))
+    settings = worker_settings(load_config_file(worker_file))
     connectors = [load_config_file(path) for path in connector_files]
-    anyio.run(run_worker, settings, connectors)
+    try:
+        anyio.run(run_worker, settings, connectors)
+    except (KafkaError, ExceptionGroup) as exc:
+        explained = explain_kafka_errors(exc, settings)
+        if explained is exc:
+            raise
+        raise explained from exc
     return 0
+
+
+def explain_kafka_errors(exc: BaseException, settings: WorkerConfig) -> BaseException:
+    """``exc`` with each aiokafka error in it (a broker that cannot be reached, a request
+    Kafka refused) replaced by a :class:`ConfigError` naming ``bootstrap.servers`` and
+    what to do, if nothing but eos and Kafka errors is in it; else ``exc`` itself."""
+    leaves = _leaves(exc)
+    if not any(isinstance(e, KafkaError) for e in leaves) or not all(
+        isinstance(e, KafkaError | EosError) for e in leaves
+    ):
+        return exc
+    servers = ",".join(settings.bootstrap_servers)
+    explained = [
+        ConfigError("bootstrap.servers", servers, _kafka_advice(e))
+        if isinstance(e, KafkaError)
+        else e
+        for e in leaves
+    ]
+    if len(explained) == 1:
+        return explained[0]
+    return ExceptionGroup("the worker could not start", cast(list[Exception], explained))
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _kafka_advice(exc: BaseException) -> str:
+    what = str(exc) if str(exc).startswith(type(exc).__name__) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, KafkaConnectionError | NoBrokersAvailable | KafkaTimeoutError):
+        return (
+            f"no Kafka broker answered there ({what}); start Kafka (`eos dev-kafka start` "
+            "runs a local one) or fix bootstrap.servers"
+        )
+    if "Authentication" in type(exc).__name__ or "Authorization" in type(exc).__name__:
+        return (
+            f"Kafka refused the worker ({what}); check its security settings (security.protocol, "
+            "sasl.*, ssl.*) and the ACLs of its principal (docs/security.md)"
+        )
+    return f"Kafka answered the worker with an error ({what}); check bootstrap.servers"

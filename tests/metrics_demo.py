@@ -5,7 +5,7 @@ what a real Prometheus scraped of it.
     .venv/bin/python -m tests.metrics_demo [--seconds 120] [--out docs/dashboard-panel.png]
     .venv/bin/python -m tests.metrics_demo --worker 127.0.0.1:9092   # from a real worker
 
-The script serves the workload's registry with :func:`metrics.serve_metrics`,
+The script serves the workload's registry with :func:`services.http.serve_metrics`,
 starts Prometheus (tests/prometheus_server.py) scraping it every second, waits,
 then evaluates the overview dashboard's "Transactions / s" panel with
 ``/api/v1/query_range`` and draws it with matplotlib.
@@ -24,8 +24,10 @@ from pathlib import Path
 
 import anyio
 
-from eos.runtime.observer import TaskObserver
-from metrics import PrometheusObserver, serve_metrics
+from eos.runtime.observer import TaskObserver, rebalanced
+from eos.state import State
+from metrics import PrometheusObserver
+from services.http import serve_metrics
 from tests.prometheus_server import REPO, PrometheusServer, start_prometheus
 
 DASHBOARDS = REPO / "deploy" / "grafana" / "dashboards"
@@ -38,6 +40,24 @@ VARIABLES = {
     "$task": ".*",
 }
 TASKS = (("orders", 0), ("orders", 1), ("clicks", 0), ("payments", 0))
+#: One cycle of the rebalances the scripted worker completes, one every 5 s, as this
+#: worker of a cooperative group of up to three sees them (``rebalanced`` details).
+CLUSTER_STORY: tuple[dict[str, object], ...] = (
+    # a member returns: round 1 revokes what moves to it, round 2 hands it out
+    {"cause": "rebalance", "seconds": 0.3, "members": 3, "connectors": 1, "tasks": 1,
+     "revoked_connectors": 1, "revoked_tasks": 2},
+    {"cause": "requested", "seconds": 0.04, "members": 3, "connectors": 1, "tasks": 1},
+    # a member is lost: the leader holds its work back and schedules a rebalance
+    {"cause": "rebalance", "seconds": 0.2, "members": 2, "connectors": 1, "tasks": 1,
+     "delay_ms": 20_000},
+    {"cause": "requested", "seconds": 0.05, "members": 2, "connectors": 2, "tasks": 2},
+    # this worker misses its session timeout: expelled, it rejoins; another member leads
+    {"cause": "lost", "seconds": 7.5, "members": 2, "connectors": 1, "tasks": 2,
+     "leader": False, "leader_changed": True},
+    # the other member leaves: this worker leads again and takes everything
+    {"cause": "rebalance", "seconds": 1.2, "members": 1, "connectors": 3, "tasks": 4,
+     "leader_changed": True},
+)  # fmt: skip
 
 
 @dataclass
@@ -47,8 +67,11 @@ class ScriptedWorkload:
     ``orders`` commits on most ticks (more or fewer in waves) and sometimes aborts
     (connector, error; many errors during an "incident" from tick 700 to 1000);
     ``clicks`` commits every other tick and its producer gets fenced once;
-    ``payments`` runs a while, then FAILS. The worker rebalances, leads, fences
-    (one round of ``clicks`` fails), and reports lag, backlog and pool use.
+    ``payments`` runs a while, then FAILS. The worker rebalances every 5 s through
+    :data:`CLUSTER_STORY` (members join, leave and return, cooperative handovers,
+    work held back, this worker expelled once a cycle and the leadership moving),
+    leads, fences (one round of ``clicks`` fails), and reports lag, backlog and
+    pool use.
     """
 
     observer: PrometheusObserver
@@ -59,13 +82,15 @@ class ScriptedWorkload:
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
-        self.observer.rebalance_completed(1, True)
+        self.observer.rebalance_completed(
+            rebalanced(1, True, cause="start", seconds=0.8, members=1, connectors=3, tasks=4)
+        )
         for connector in sorted({c for c, _ in TASKS}):
             self.observer.fencing_round(connector, 0.05, True)
             self.observer.task_count_record_written(connector)
         for key in TASKS:
             self.tasks[key] = self.observer.task(*key)
-            self.tasks[key].state_changed("RUNNING")
+            self.tasks[key].state_changed(State.RUNNING)
             self.committed[key] = 0
 
     def step(self) -> None:
@@ -78,7 +103,7 @@ class ScriptedWorkload:
             if (connector, task_id) == ("payments", 0) and t >= 60:
                 if t == 60:
                     task.transaction_aborted(3, "error")
-                    task.state_changed("FAILED")
+                    task.state_changed(State.FAILED)
                 continue
             records = max(1, int(rng.gauss(40 * load, 10)))
             task.poll_completed(records, rng.uniform(0.001, 0.02))
@@ -109,7 +134,10 @@ class ScriptedWorkload:
             self.tasks[("clicks", 0)].producer_fenced()
             self.tasks[("clicks", 0)].transaction_aborted(0, "shutdown")
         if t % 50 == 0:
-            self.observer.rebalance_completed(1 + t // 50, True)
+            generation = 1 + t // 50
+            details = dict(CLUSTER_STORY[generation % len(CLUSTER_STORY)])
+            leader = bool(details.pop("leader", True))
+            self.observer.rebalance_completed(rebalanced(generation, leader, **details))
         if t % 5 == 0:
             self.observer.fencing_round("clicks", rng.uniform(0.02, 0.3), t != 40)
             self.observer.fencing_round("orders", rng.uniform(0.02, 0.3), True)

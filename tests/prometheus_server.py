@@ -37,7 +37,7 @@ import yaml
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from prometheus_client import CollectorRegistry
 
-from metrics import serve_metrics
+from services.http import serve_metrics
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 PROMTOOL = Path("/usr/bin/promtool")
@@ -267,7 +267,7 @@ def run_prometheus(
 
 @contextlib.contextmanager
 def serving(registry: CollectorRegistry) -> Iterator[tuple[str, BlockingPortal]]:
-    """Serve ``registry`` with :func:`metrics.serve_metrics` on a free loopback port from
+    """Serve ``registry`` with :func:`services.http.serve_metrics` on a free loopback port from
     an event loop in a background thread; yields ``("127.0.0.1:<port>", portal)``. The
     portal runs more background work (``portal.start_task_soon(workload.run)``), all of
     it cancelled on exit."""

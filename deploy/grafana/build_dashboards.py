@@ -96,8 +96,17 @@ def timeseries(
 
 
 def stat(
-    title: str, description: str, expr: str, unit: str = "none", red_at: float | None = None
+    title: str,
+    description: str,
+    expr: str,
+    unit: str = "none",
+    red_at: float | None = None,
+    *,
+    legend: str = "",
+    text_mode: str = "auto",
 ) -> Json:
+    """One number per series; ``text_mode="name"`` shows the legend instead (e.g.
+    which instance), ``"value_and_name"`` both."""
     steps: list[Json] = [{"color": "green", "value": None}]
     if red_at is not None:
         steps.append({"color": "red", "value": red_at})
@@ -106,7 +115,7 @@ def stat(
         "title": title,
         "description": description,
         "datasource": DS,
-        "targets": [target(expr, "", 0, instant=True, range=False)],
+        "targets": [target(expr, legend, 0, instant=True, range=False)],
         "fieldConfig": {
             "defaults": {
                 "unit": unit,
@@ -119,7 +128,7 @@ def stat(
             "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "colorMode": "background",
             "graphMode": "area",
-            "textMode": "auto",
+            "textMode": text_mode,
         },
     }
 
@@ -235,6 +244,202 @@ def dashboard(
         "templating": {"list": [datasource_variable(), *variables]},
         "panels": layout.panels,
     }
+
+
+#: Workers of the newest generation: a worker expelled from the group (a zombie)
+#: still reports its old generation, leadership and member count.
+NEWEST = "on (job, instance) (eos_worker_generation == scalar(max(eos_worker_generation)))"
+
+
+def cluster_row(lay: Layout) -> None:
+    """Members, leader, rebalances (by cause, duration), assignment per worker,
+    revocations and scheduled rebalances."""
+    lay.row("Cluster")
+    lay.add(
+        stat(
+            "Members",
+            "Members of the group in its newest generation. Fewer than Workers: a scraped "
+            "worker is not in the group (starting, expelled, or another group.id).",
+            f"max(eos_worker_group_members and {NEWEST}) or vector(0)",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Leader",
+            "The instance that leads the group's newest generation (it writes the config "
+            "topic, computes assignments and runs fencing rounds).",
+            f"max by (instance) ((eos_worker_leader == 1) and {NEWEST})",
+            legend="{{instance}}",
+            text_mode="name",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Leader changes (1h)",
+            "Times another member became leader in the last hour, as the worker that saw "
+            "the most changes counts them.",
+            "max(increase(eos_worker_leader_changes_total[1h])) or vector(0)",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Rebalances (1h)",
+            "Rebalances in the last hour by protocol, as the worker that took part in the "
+            "most counts them (every member counts a group rebalance once).",
+            "max by (protocol) "
+            "(sum by (job, instance, protocol) (increase(eos_worker_rebalances_total[1h])))",
+            legend="{{protocol}}",
+            text_mode="value_and_name",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Revoked tasks (1h)",
+            "Tasks revoked from workers in the last hour (cooperative: tasks that moved).",
+            "sum(increase(eos_worker_revoked_tasks_total[1h])) or vector(0)",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        stat(
+            "Scheduled rebalance",
+            "Delay of the later rebalance the leader scheduled in the newest generation: a "
+            "lost member's work held back (scheduled.rebalance.max.delay.ms) or a failover "
+            "settle time. 0: none.",
+            f"max(eos_worker_scheduled_rebalance_delay_seconds and {NEWEST}) or vector(0)",
+            "s",
+        ),
+        4,
+        4,
+    )
+    lay.add(
+        timeseries(
+            "Rebalances / min by cause",
+            "Rebalances per minute, stacked by why each worker rejoined: start, requested "
+            "(a config change, handed-over work, a scheduled rebalance), rebalance (another "
+            "member's), lost (expelled: session timeout). Every member counts each group "
+            "rebalance, so one rebalance of three workers adds 3.",
+            targets(
+                (f"60 * sum by (cause) (rate(eos_worker_rebalances_total[{RI}]))", "{{cause}}"),
+            ),
+            "opm",
+            stack=True,
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Time in rebalance",
+            "p50 and p99 of the time from a worker's decision to rejoin until its "
+            "assignment arrived (eager: all its work is stopped meanwhile).",
+            targets(*quantiles("eos_worker_rebalance_duration_seconds")),
+            "s",
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Generation and leader",
+            "Group generation per worker; the leader's line is marked.",
+            targets(
+                ("max by (instance) (eos_worker_generation)", "generation {{instance}}"),
+                (
+                    "eos_worker_generation and on (job, instance) (eos_worker_leader == 1)",
+                    "leader {{instance}}",
+                ),
+            ),
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Members and workers",
+            "Members of the group's newest generation, and workers scraped.",
+            targets(
+                (f"max(eos_worker_group_members and {NEWEST})", "members"),
+                ("count(eos_worker_generation)", "workers scraped"),
+            ),
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Tasks per worker",
+            "Tasks assigned to each worker by the last rebalance, stacked: the top is "
+            "every assigned task of the cluster (it dips between the two rounds of a "
+            "cooperative rebalance, while revoked tasks wait for their new worker).",
+            targets(("sum by (instance) (eos_worker_assigned_tasks)", "{{instance}}")),
+            stack=True,
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Connectors per worker",
+            "Connectors assigned to each worker by the last rebalance, stacked.",
+            targets(("sum by (instance) (eos_worker_assigned_connectors)", "{{instance}}")),
+            stack=True,
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Revoked work",
+            "Tasks and connectors revoked from each worker by rebalances (cooperative: "
+            "work that moved; eager revokes by stopping everything and is not counted).",
+            targets(
+                (
+                    f"sum by (instance) (increase(eos_worker_revoked_tasks_total[{RI}]))",
+                    "tasks {{instance}}",
+                ),
+                (
+                    f"sum by (instance) (increase(eos_worker_revoked_connectors_total[{RI}]))",
+                    "connectors {{instance}}",
+                ),
+            ),
+        ),
+        6,
+        8,
+    )
+    scheduled = timeseries(
+        "Scheduled rebalances",
+        "Delay of the later rebalance the leader scheduled (a lost member's work held "
+        "back, a failover settle time; seconds, left axis), and rebalances that "
+        "scheduled one (right axis).",
+        targets(
+            ("max(eos_worker_scheduled_rebalance_delay_seconds)", "scheduled delay"),
+            (
+                f"max(increase(eos_worker_scheduled_rebalances_total[{RI}]))",
+                "rebalances that scheduled one",
+            ),
+        ),
+        "s",
+    )
+    scheduled["fieldConfig"]["overrides"] = [
+        {
+            "matcher": {"id": "byFrameRefID", "options": "B"},
+            "properties": [
+                {"id": "unit", "value": "short"},
+                {"id": "custom.axisPlacement", "value": "right"},
+            ],
+        }
+    ]
+    lay.add(scheduled, 6, 8)
 
 
 def overview() -> Json:
@@ -396,36 +601,8 @@ def overview() -> Json:
         8,
         8,
     )
-    lay.row("Workers, rebalances and fencing")
-    lay.add(
-        timeseries(
-            "Rebalances",
-            "Completed rebalances per worker.",
-            targets(
-                (
-                    f"sum by (instance) (increase(eos_worker_rebalances_total[{RI}]))",
-                    "{{instance}}",
-                ),
-            ),
-        ),
-        8,
-        8,
-    )
-    lay.add(
-        timeseries(
-            "Generation and leader",
-            "Group generation; the leader's line is marked.",
-            targets(
-                ("max by (instance) (eos_worker_generation)", "generation {{instance}}"),
-                (
-                    "eos_worker_generation and on (job, instance) (eos_worker_leader == 1)",
-                    "leader {{instance}}",
-                ),
-            ),
-        ),
-        8,
-        8,
-    )
+    cluster_row(lay)
+    lay.row("Fencing and workers")
     lay.add(
         timeseries(
             "Fencing rounds",
@@ -482,7 +659,7 @@ def overview() -> Json:
                 ),
             ),
         ),
-        8,
+        6,
         8,
     )
     lay.add(
@@ -500,7 +677,7 @@ def overview() -> Json:
                 ),
             ),
         ),
-        8,
+        6,
         8,
     )
     lay.add(
@@ -512,7 +689,7 @@ def overview() -> Json:
                 ("sum by (instance) (eos_worker_thread_pool_queued_calls)", "queued {{instance}}"),
             ),
         ),
-        8,
+        6,
         8,
     )
     lay.add(
@@ -524,13 +701,14 @@ def overview() -> Json:
                 (f"process_resident_memory_bytes {on_workers} / 2^30", "RSS GiB {{instance}}"),
             ),
         ),
-        8,
+        6,
         8,
     )
     return dashboard(
         "eos-overview",
         "eos / cluster overview",
-        "Throughput, transactions, latency, task states, rebalances and fencing of an eos cluster.",
+        "Throughput, transactions, latency, task states, the cluster's members, rebalances "
+        "and assignment, and fencing of an eos cluster.",
         lay,
         [],
     )

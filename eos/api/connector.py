@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from eos.config.definition import ConfigDef
 
@@ -52,6 +52,13 @@ class SourceConnector(ABC):
 
     context: ConnectorContext
 
+    worker_settings: ClassVar[tuple[str, ...]] = ()
+    """Prefixes of *worker* settings this plugin reads, e.g. ``("myplugin.",)`` for a
+    ``myplugin.endpoint`` in the worker file: the worker does not warn about them as
+    unknown, and hands them to tasks in ``context.resources.settings``. Declare it on
+    the class (the worker reads it from every installed plugin at start-up, without
+    creating an instance), and keep the module that defines the class light to import."""
+
     def version(self) -> str:
         return "0.0.0"
 
@@ -73,6 +80,15 @@ class SourceConnector(ABC):
 
     async def stop(self) -> None:
         """Release what :meth:`start` acquired."""
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[str, dict[str, Any] | None]
+    ) -> None:
+        """Called before a user alters (``PATCH /connectors/{name}/offsets``) or resets
+        (``DELETE``) the connector's offsets, while it is stopped. ``offsets`` maps each
+        source partition, as canonical JSON text, to its new offset (None: reset). Raise
+        (e.g. ``ValueError``) to refuse: the message is the user's answer. The default
+        accepts everything."""
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """SUPPORTED, UNSUPPORTED, or None when it cannot be determined (the default)."""

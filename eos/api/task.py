@@ -46,7 +46,8 @@ class TransactionContext(Protocol):
 class WorkerResources(Protocol):
     """What the worker shares with every task it runs.
 
-    ``settings`` are the worker's plugin-visible settings (e.g. ``spark.*``).
+    ``settings`` are the worker settings under the prefixes that connector plugins
+    reserve (:attr:`SourceConnector.worker_settings`).
     :meth:`shared` returns one object per worker and key, created on first use
     and closed (in a thread) when the worker stops — e.g. a Spark session.
     :meth:`run_blocking` runs a blocking call in the worker's bounded thread pool

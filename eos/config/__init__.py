@@ -4,9 +4,6 @@ from eos.config.connector import CONNECTOR_CONFIG as CONNECTOR_CONFIG
 from eos.config.connector import CONNECTOR_PREFIXES as CONNECTOR_PREFIXES
 from eos.config.connector import IGNORED_OVERRIDES as IGNORED_OVERRIDES
 from eos.config.connector import ConnectorConfig as ConnectorConfig
-from eos.config.connector import check_connector as check_connector
-from eos.config.connector import unknown_connector_settings as unknown_connector_settings
-from eos.config.connector import validate_connector as validate_connector
 from eos.config.definition import NO_DEFAULT as NO_DEFAULT
 from eos.config.definition import ConfigDef as ConfigDef
 from eos.config.definition import ConfigKey as ConfigKey

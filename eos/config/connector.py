@@ -1,5 +1,5 @@
 """Connector settings: :data:`CONNECTOR_CONFIG`, the parsed :class:`ConnectorConfig`,
-and the pre-flight checks run on create, config update and validate (SPEC §4, §12).
+and the checks that need only the settings (docs/configuration.md, "Connector settings").
 
 A connector's settings are the framework's keys below, client overrides
 (``producer.override.*``, ``consumer.override.*``, ``admin.override.*``) and the
@@ -12,8 +12,8 @@ Checks come in two kinds. Those that need only the settings and the worker's
 ``transaction.boundary=interval``; an interval boundary well below the
 producer's ``transaction.timeout.ms``) also run in
 :meth:`ConnectorConfig.from_properties`. Those that ask the connector or depend
-on the worker's exactly-once mode run only in :func:`validate_connector` and
-:func:`check_connector`, i.e. when a configuration is submitted.
+on the worker's exactly-once mode are the runtime's (:mod:`eos.runtime.validation`: this
+package never imports the connector API), run when a configuration is submitted.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
 
 if TYPE_CHECKING:
-    from eos.api.connector import SourceConnector
     from eos.kafka.clients import ClientConfig
 
 log = structlog.get_logger(__name__)
@@ -165,7 +164,8 @@ CONNECTOR_CONFIG: Final = (
         "exactly-once",
     )
 )
-"""The framework's connector settings (SPEC §4)."""
+"""The framework's connector settings (the table in docs/configuration.md is generated
+from it)."""
 
 PRODUCER_OVERRIDE: Final = "producer.override."
 CONSUMER_OVERRIDE: Final = "consumer.override."
@@ -210,12 +210,12 @@ class ConnectorConfig:
         cls,
         props: Mapping[str, str],
         worker: WorkerConfig,
-        connector: SourceConnector | None = None,
+        connector_def: ConfigDef | None = None,
     ) -> ConnectorConfig:
         """Parse ``props``; the first problem that needs no connector raises
-        :class:`ConfigError`. Ignored overrides are logged, and, if ``connector`` is
-        given, settings neither the framework nor the connector defines."""
-        problems = _settings_problems(props, worker)
+        :class:`ConfigError`. Ignored overrides are logged, and, if the connector's own
+        ``connector_def`` is given, settings neither the framework nor it defines."""
+        problems = settings_problems(props, worker)
         if problems:
             raise problems[0].error
         v = CONNECTOR_CONFIG.parse(props)
@@ -227,8 +227,8 @@ class ConnectorConfig:
                     value=props[key],
                     connector=v["name"],
                 )
-        if connector is not None:
-            for key in unknown_connector_settings(props, connector):
+        if connector_def is not None:
+            for key in unknown_settings(props, connector_def):
                 log.warning("unknown connector setting", setting=key, connector=v["name"])
         return cls(
             name=v["name"],
@@ -320,27 +320,21 @@ def _transaction_timeout(props: Mapping[str, str], worker: WorkerConfig) -> tupl
     return DEFAULT_TRANSACTION_TIMEOUT_MS, f"producer.{_TIMEOUT}"
 
 
-def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:
-    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
-    own :meth:`~eos.api.SourceConnector.config_def` defines."""
-    return CONNECTOR_CONFIG.merged(connector.config_def()).unknown(props, CONNECTOR_PREFIXES)
-
-
 # ----------------------------------------------------------------- validation
 
 
 @dataclass(frozen=True)
-class _Problem:
+class Problem:
     key: str
     message: str
     error: ConfigError
 
     @classmethod
-    def of(cls, key: str, value: object, message: str) -> _Problem:
+    def of(cls, key: str, value: object, message: str) -> Problem:
         return cls(key, message, ConfigError(key, value, message))
 
 
-def _settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[_Problem]:
+def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Problem]:
     """Invalid framework keys, then the interval-boundary rules."""
     problems = []
     values: dict[str, Any] = {}
@@ -348,18 +342,18 @@ def _settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[_
         try:
             values[name] = key.parse(props.get(name))
         except ConfigError as exc:
-            problems.append(_Problem(name, str(exc), exc))
+            problems.append(Problem(name, str(exc), exc))
     try:
         timeout, timeout_key = _transaction_timeout(props, worker)
     except ConfigError as exc:
-        return [*problems, _Problem(exc.key, str(exc), exc)]
+        return [*problems, Problem(exc.key, str(exc), exc)]
     boundary, interval = values.get("transaction.boundary"), values.get(_INTERVAL)
     if boundary is None:
         return problems
     if boundary.lower() != "interval":
         if interval is not None:
             problems.append(
-                _Problem.of(
+                Problem.of(
                     _INTERVAL,
                     props[_INTERVAL],
                     f"{_INTERVAL} only applies with transaction.boundary=interval "
@@ -382,73 +376,11 @@ def _settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[_
             )
         if timeout_key in worker.raw:
             message += f"; the timeout is the worker's {timeout_key}"
-        problems.append(_Problem.of(_INTERVAL, effective, message))
+        problems.append(Problem.of(_INTERVAL, effective, message))
     return problems
 
 
-def _connector_problems(props: Mapping[str, str], connector: SourceConnector) -> list[_Problem]:
-    """What the connector's own validate() finds."""
-    try:
-        found = connector.validate(props)
-    except Exception as exc:
-        message = f"the connector's validate() failed: {exc!r}"
-        return [_Problem.of("connector.class", props.get("connector.class"), message)]
-    # Messages from config_def() already name key and value: keep those errors as they are.
-    originals: dict[tuple[str, str], ConfigError] = {}
-    for name, key in connector.config_def().keys.items():
-        try:
-            key.parse(props.get(name))
-        except ConfigError as exc:
-            originals[name, str(exc)] = exc
-    problems = []
-    for name, messages in found.items():
-        for message in messages:
-            original = originals.get((name, message))
-            problem = _Problem(name, message, original) if original else None
-            problems.append(problem or _Problem.of(name, props.get(name), message))
-    return problems
-
-
-def _support_problems(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
-) -> list[_Problem]:
-    """SPEC §12's pre-flight checks of exactly.once.support and transaction.boundary."""
-    from eos.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
-
-    problems = []
-    support = _valid(props, "exactly.once.support")
-    if support == "required":
-        if not worker.exactly_once_enabled:
-            problems.append(
-                _Problem.of(
-                    "exactly.once.support",
-                    props["exactly.once.support"],
-                    "exactly.once.support=required needs exactly.once.source.support=enabled "
-                    f"on the worker (it is {worker.exactly_once})",
-                )
-            )
-        if connector is not None:
-            answer = _ask(connector.exactly_once_support, props)
-            if answer is not ExactlyOnceSupport.SUPPORTED:
-                problems.append(
-                    _Problem.of("exactly.once.support", props["exactly.once.support"], _why(answer))
-                )
-    if _valid(props, "transaction.boundary") == "connector" and connector is not None:
-        answer = _ask(connector.can_define_transaction_boundaries, props)
-        if answer is not ConnectorTransactionBoundaries.SUPPORTED:
-            message = (
-                "the connector does not support connector-defined transaction boundaries "
-                "with this configuration"
-            )
-            if isinstance(answer, Exception):
-                message += f" (asking it failed: {answer!r})"
-            problems.append(
-                _Problem.of("transaction.boundary", props["transaction.boundary"], message)
-            )
-    return problems
-
-
-def _valid(props: Mapping[str, str], name: str) -> str | None:
+def valid_choice(props: Mapping[str, str], name: str) -> str | None:
     """The lower-cased value of a valid string setting, or None if it is invalid."""
     try:
         value = CONNECTOR_CONFIG.keys[name].parse(props.get(name))
@@ -457,56 +389,7 @@ def _valid(props: Mapping[str, str], name: str) -> str | None:
     return cast(str, value).lower()
 
 
-def _ask(question: Any, props: Mapping[str, str]) -> Any:
-    try:
-        return question(props)
-    except Exception as exc:
-        return exc
-
-
-def _why(answer: Any) -> str:
-    from eos.api.connector import ExactlyOnceSupport
-
-    if answer is ExactlyOnceSupport.UNSUPPORTED:
-        return "the connector cannot provide exactly-once delivery with this configuration"
-    message = (
-        "the connector could not determine whether it supports exactly-once delivery with "
-        "this configuration; consult its documentation, or use exactly.once.support=requested"
-    )
-    if isinstance(answer, Exception):
-        message += f" (asking it failed: {answer!r})"
-    return message
-
-
-def _all_problems(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
-) -> list[_Problem]:
-    problems = _settings_problems(props, worker)
-    if connector is not None:
-        problems += _connector_problems(props, connector)
-    return problems + _support_problems(props, worker, connector)
-
-
-def validate_connector(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
-) -> dict[str, list[str]]:
-    """Every problem per setting (empty lists for valid ones), for the REST API's
-    create, config update and validate: the framework's keys, the connector's own
-    validate(), and the pre-flight checks of SPEC §12. Without a connector (its
-    class could not be loaded) only the checks that need none run."""
-    result: dict[str, list[str]] = {name: [] for name in CONNECTOR_CONFIG.keys}
-    if connector is not None:
-        for name in connector.config_def().keys:
-            result.setdefault(name, [])
-    for problem in _all_problems(props, worker, connector):
-        result.setdefault(problem.key, []).append(problem.message)
-    return result
-
-
-def check_connector(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
-) -> None:
-    """Raise :class:`ConfigError` for the first problem :func:`validate_connector` finds."""
-    problems = _all_problems(props, worker, connector)
-    if problems:
-        raise problems[0].error
+def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list[str]:
+    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
+    own definition (``config_def()``) defines."""
+    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, CONNECTOR_PREFIXES)

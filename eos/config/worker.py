@@ -1,6 +1,7 @@
 """Worker settings: :data:`WORKER_CONFIG` and the parsed, frozen :class:`WorkerConfig`.
 
-Names, types and meanings follow Kafka Connect's distributed worker (SPEC §4).
+Names, types and meanings follow Kafka Connect's distributed worker; docs/configuration.md
+lists them (generated from :data:`WORKER_CONFIG`).
 Besides the defined keys a worker file may hold:
 
 - Kafka client settings for every client (``security.protocol``, ``ssl.*``,
@@ -8,7 +9,12 @@ Besides the defined keys a worker file may hold:
   ``consumer.*``, ``admin.*``), see :class:`~eos.kafka.clients.ClientConfig`;
 - settings for creating the internal topics (``config.storage.<x>``,
   ``offset.storage.<x>``, ``status.storage.<x>``, see :meth:`WorkerConfig.topic_settings`);
-- ``spark.*`` and ``metrics.*``, read by the services that use them.
+- settings reserved by plugins and services (passed to :meth:`WorkerConfig.from_properties`
+  as ``reserved`` prefixes), read by whoever reserved them;
+- the settings of a ``rest.auth`` provider of one's own (``rest.auth.*``).
+
+REST security settings (``listeners.https.ssl.*``, ``rest.auth*``) are defined in
+:mod:`eos.config.rest_security`.
 
 Anything else is logged as unknown and ignored. ``producer.transactional.id`` and
 ``consumer.isolation.level`` are ignored with a warning: eos sets them itself.
@@ -35,6 +41,7 @@ from eos.config.definition import (
     TopicName,
     Type,
 )
+from eos.config.rest_security import REST_SECURITY_CONFIG, RestAuth, RestTls
 from eos.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -43,7 +50,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ExactlyOnceSourceSupport = Literal["disabled", "preparing", "enabled"]
-RebalanceProtocol = Literal["eager", "cooperative"]
+RebalanceProtocol = Literal["eager", "compatible", "sessioned"]
 TopicKind = Literal["config", "offset", "status"]
 
 
@@ -58,14 +65,17 @@ class ReplicationFactor:
 
 
 _LISTENER = re.compile(
-    r"http://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*):(?P<port>[0-9]{1,5})/?"
+    r"(?P<scheme>https?)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*):(?P<port>[0-9]{1,5})/?"
 )
 
 
 class Listeners:
-    """A non-empty list of ``http://HOST:PORT`` (an empty host binds every interface)."""
+    """A non-empty list of ``http://HOST:PORT`` or ``https://HOST:PORT`` (an empty host
+    binds every interface)."""
 
-    allowed = "a comma-separated list of http://HOST:PORT, e.g. http://0.0.0.0:8083"
+    allowed = (
+        "a comma-separated list of http://HOST:PORT or https://HOST:PORT, e.g. http://0.0.0.0:8083"
+    )
 
     def __call__(self, key: str, value: Any) -> None:
         if not value:
@@ -212,8 +222,9 @@ WORKER_CONFIG: Final = (
         10000,
         Range(at_least=1),
         Importance.MEDIUM,
-        "A worker that sends no heartbeat for this long is removed from the group; "
-        "fencing rounds are bounded by half of it.",
+        "A worker that sends no heartbeat for this long is removed from the group. A "
+        "fencing round that takes longer than half of it starts another rebalance when it "
+        "is done (the tasks that waited for it start then).",
         "group protocol",
     )
     .define(
@@ -237,12 +248,98 @@ WORKER_CONFIG: Final = (
     .define(
         "connect.protocol",
         Type.STRING,
-        "cooperative",
-        OneOf("eager", "cooperative"),
+        "sessioned",
+        OneOf("eager", "compatible", "sessioned", "cooperative"),
         Importance.LOW,
-        "Rebalance protocol: eager (every member drops all its work before rejoining) or "
-        "cooperative (only work that moves is revoked).",
+        "Rebalance protocol, with Kafka Connect's names: eager (every member drops all its "
+        "work before rejoining), compatible or sessioned (incremental cooperative: only work "
+        "that moves is revoked; the two differ only in name, since eos signs internal requests "
+        "under every protocol). cooperative is accepted as sessioned. A member offers its "
+        "protocol and the ones below it, so a mixed cluster rebalances in the best style "
+        "every member offers.",
         "group protocol",
+    )
+    .define(
+        "scheduled.rebalance.max.delay.ms",
+        Type.INT,
+        300000,
+        Range(at_least=0),
+        Importance.LOW,
+        "With assignor=cooperative: how long the work of a member that left is held for it "
+        "to come back before it is given to others.",
+        "group protocol",
+    )
+    .define(
+        "assignor",
+        Type.STRING,
+        "sticky",
+        NonEmpty(),
+        Importance.MEDIUM,
+        "Who runs which connector and task: round-robin, sticky (balanced, moves the least), "
+        "cooperative (sticky, holding a lost member's work for "
+        "scheduled.rebalance.max.delay.ms) or failover (everything on the member with the "
+        "highest worker.priority); or the name of an installed eos.assignors plugin, or a "
+        "class path. Must be the same on every worker.",
+        "group protocol",
+    )
+    .define(
+        "worker.priority",
+        Type.INT,
+        0,
+        None,
+        Importance.LOW,
+        "This worker's priority for assignor=failover: the live worker with the highest "
+        "priority runs everything.",
+        "group protocol",
+    )
+    .define(
+        "failover.settle.ms",
+        Type.INT,
+        10000,
+        Range(at_least=0),
+        Importance.LOW,
+        "With assignor=failover: how long a returning higher-priority worker must have been "
+        "in the group before the work moves back to it.",
+        "group protocol",
+    )
+    .define(
+        "retry.backoff.ms",
+        Type.INT,
+        100,
+        Range(at_least=0),
+        Importance.LOW,
+        "Pause before retrying a failed request to the group coordinator or the leader "
+        "(doubling up to a few seconds where repeated); also the Kafka clients' setting.",
+        "group protocol",
+    )
+    .define(
+        "inter.worker.key.ttl.ms",
+        Type.INT,
+        3600000,
+        Range(at_least=1000),
+        Importance.LOW,
+        "How long the leader keeps a session key for signing internal requests before it "
+        "writes a new one.",
+        "internal requests",
+    )
+    .define(
+        "inter.worker.signature.algorithm",
+        Type.STRING,
+        "HmacSHA256",
+        OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512", case_sensitive=True),
+        Importance.LOW,
+        "The HMAC that signs internal requests between workers.",
+        "internal requests",
+    )
+    .define(
+        "inter.worker.signature.window.ms",
+        Type.INT,
+        60000,
+        Range(at_least=1000),
+        Importance.LOW,
+        "How far a signed internal request's timestamp may be from the receiver's clock "
+        "before the request is refused as stale (keep the workers' clocks in sync).",
+        "internal requests",
     )
     .define(
         "worker.sync.timeout.ms",
@@ -268,7 +365,8 @@ WORKER_CONFIG: Final = (
         "http://127.0.0.1:8083",
         Listeners(),
         Importance.MEDIUM,
-        "REST API listeners as comma-separated http://HOST:PORT; the first one is advertised.",
+        "REST API listeners as comma-separated http://HOST:PORT or https://HOST:PORT (TLS: "
+        "listeners.https.ssl.*); the first one is advertised.",
         "rest",
     )
     .define(
@@ -291,8 +389,47 @@ WORKER_CONFIG: Final = (
         "(default: the first listener's port).",
         "rest",
     )
-)
-"""Every defined worker setting (SPEC §4)."""
+    .define(
+        "rest.max.request.bytes",
+        Type.INT,
+        4 * 1024 * 1024,
+        Range(at_least=1024),
+        Importance.LOW,
+        "Largest request body the REST API accepts (internal requests included); a larger "
+        "one is refused with 413 before it is read.",
+        "rest",
+    )
+    .define(
+        "topic.tracking.enable",
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Record the topics each connector writes to (GET /connectors/{name}/topics); "
+        "false answers that endpoint with 403.",
+        "topic tracking",
+    )
+    .define(
+        "topic.tracking.allow.reset",
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Allow PUT /connectors/{name}/topics/reset (403 otherwise).",
+        "topic tracking",
+    )
+    .define(
+        "topic.tracking.refresh.interval.ms",
+        Type.LONG,
+        30000,
+        Range(at_least=100),
+        Importance.LOW,
+        "How often a worker running tasks reads the status topic to learn of topic resets "
+        "made through other workers (its tasks then report those topics again).",
+        "topic tracking",
+    )
+).merged(REST_SECURITY_CONFIG)
+"""Every defined worker setting (the table in docs/configuration.md is generated from it)."""
 
 WORKER_PREFIXES: Final = (
     "producer.",
@@ -301,10 +438,9 @@ WORKER_PREFIXES: Final = (
     "config.storage.",
     "offset.storage.",
     "status.storage.",
-    "spark.",
-    "metrics.",
     "ssl.",
     "sasl.",
+    "rest.auth.",  # a rest.auth provider's own settings
 )
 """Prefixes of settings that are not :data:`WORKER_CONFIG` keys but are not unknown either."""
 
@@ -339,21 +475,40 @@ class WorkerConfig:
     heartbeat_interval_ms: int
     rebalance_timeout_ms: int
     rebalance_protocol: RebalanceProtocol
+    scheduled_rebalance_max_delay_ms: int
+    assignor: str
+    worker_priority: int
+    failover_settle_ms: int
+    retry_backoff_ms: int
+    key_ttl_ms: int
+    signature_algorithm: str
+    signature_window_ms: int
     worker_sync_timeout_ms: int
     thread_pool_size: int
     listeners: list[str]
     advertised_host: str | None
     advertised_port: int | None
+    max_request_bytes: int
+    topic_tracking: bool
+    topic_tracking_reset: bool
+    topic_tracking_refresh_ms: int
+    rest_tls: RestTls
+    """TLS of https listeners and of calls to other workers (docs/security.md)."""
+    rest_auth: RestAuth
+    """Who authenticates REST requests (docs/security.md)."""
     raw: Mapping[str, str]
     """The settings as given, every key included."""
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> WorkerConfig:
+    def from_properties(
+        cls, props: Mapping[str, str], *, reserved: tuple[str, ...] = ()
+    ) -> WorkerConfig:
         """Parse ``props``; the first invalid setting raises :class:`ConfigError`.
-        Unknown and ignored settings are logged as warnings."""
+        Unknown and ignored settings are logged as warnings; settings under the
+        ``reserved`` prefixes (declared by plugins and services) are not unknown."""
         v = WORKER_CONFIG.parse(props)
         _check_consistency(v, props)
-        _warn_about_ignored(props)
+        _warn_about_ignored(props, reserved)
         return cls(
             bootstrap_servers=v["bootstrap.servers"],
             group_id=v["group.id"],
@@ -373,12 +528,28 @@ class WorkerConfig:
             session_timeout_ms=v["session.timeout.ms"],
             heartbeat_interval_ms=v["heartbeat.interval.ms"],
             rebalance_timeout_ms=v["rebalance.timeout.ms"],
-            rebalance_protocol=cast(RebalanceProtocol, v["connect.protocol"].lower()),
+            rebalance_protocol=_protocol(v["connect.protocol"]),
+            scheduled_rebalance_max_delay_ms=v["scheduled.rebalance.max.delay.ms"],
+            assignor=v["assignor"],
+            worker_priority=v["worker.priority"],
+            failover_settle_ms=v["failover.settle.ms"],
+            retry_backoff_ms=v["retry.backoff.ms"],
+            key_ttl_ms=v["inter.worker.key.ttl.ms"],
+            signature_algorithm=v["inter.worker.signature.algorithm"],
+            signature_window_ms=v["inter.worker.signature.window.ms"],
             worker_sync_timeout_ms=v["worker.sync.timeout.ms"],
             thread_pool_size=v["thread.pool.size"],
             listeners=v["listeners"],
             advertised_host=v["rest.advertised.host.name"] or None,
             advertised_port=v["rest.advertised.port"],
+            max_request_bytes=v["rest.max.request.bytes"],
+            topic_tracking=v["topic.tracking.enable"],
+            topic_tracking_reset=v["topic.tracking.allow.reset"],
+            topic_tracking_refresh_ms=v["topic.tracking.refresh.interval.ms"],
+            rest_tls=RestTls.from_values(
+                v, https=any(url.startswith("https:") for url in v["listeners"])
+            ),
+            rest_auth=RestAuth.from_values(v),
             raw=dict(props),
         )
 
@@ -414,9 +585,11 @@ class WorkerConfig:
 
     @property
     def rest_url(self) -> str:
-        """The URL other workers reach this one at, e.g. ``http://host:8083`` (no slash)."""
+        """The URL other workers reach this one at, e.g. ``http://host:8083`` (no slash);
+        https if the first listener is."""
         host, port = self._advertised()
-        return f"http://{host}:{port}"
+        scheme = "https" if self.listeners[0].startswith("https:") else "http"
+        return f"{scheme}://{host}:{port}"
 
     @property
     def worker_id(self) -> str:
@@ -434,6 +607,11 @@ class WorkerConfig:
             host = f"[{host}]"
         port = self.advertised_port if self.advertised_port is not None else int(match["port"])
         return host, port
+
+
+def _protocol(value: str) -> RebalanceProtocol:
+    lowered = value.lower()
+    return cast(RebalanceProtocol, "sessioned" if lowered == "cooperative" else lowered)
 
 
 def _check_consistency(values: Mapping[str, Any], props: Mapping[str, str]) -> None:
@@ -454,7 +632,7 @@ def _check_consistency(values: Mapping[str, Any], props: Mapping[str, str]) -> N
         ConfigKey(timeout, Type.INT, validator=Range(at_least=1)).parse(props[timeout])
 
 
-def _warn_about_ignored(props: Mapping[str, str]) -> None:
+def _warn_about_ignored(props: Mapping[str, str], reserved: tuple[str, ...]) -> None:
     for key in IGNORED_WORKER_SETTINGS:
         if key in props:
             log.warning("setting ignored: eos sets it itself", setting=key, value=props[key])
@@ -469,7 +647,7 @@ def _warn_about_ignored(props: Mapping[str, str]) -> None:
             "setting ignored: the config topic always has one partition",
             setting="config.storage.partitions",
         )
-    for key in WORKER_CONFIG.unknown(props, WORKER_PREFIXES):
+    for key in WORKER_CONFIG.unknown(props, WORKER_PREFIXES + reserved):
         if not _is_client_setting(key):
             log.warning("unknown worker setting, ignored", setting=key)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import structlog
 from aiokafka import errors as kerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -18,6 +19,9 @@ from eos.errors import TopicError
 from eos.kafka.clients import ClientConfig, make_admin
 
 log = structlog.get_logger(__name__)
+
+SETTLE_TIMEOUT = 10.0
+"""Seconds to wait for the metadata of a topic another client just created."""
 
 
 async def ensure_topic(
@@ -34,6 +38,9 @@ async def ensure_topic(
 
     With ``check``, an existing topic must have ``partitions`` partitions and,
     when ``compacted``, ``cleanup.policy=compact``; otherwise :class:`TopicError`.
+    Workers of a new cluster may start together: "already exists" from a concurrent
+    creator is success, and a topic it has just created is looked at again until its
+    metadata has settled.
     """
     settings = dict(topic_configs or {})
     if compacted:
@@ -60,6 +67,18 @@ async def ensure_topic(
         await admin.close()
 
 
+async def kafka_cluster_id(config: ClientConfig) -> str | None:
+    """The id of the Kafka cluster (None if the broker does not say)."""
+    admin = make_admin(config)
+    await admin.start()
+    try:
+        cluster = await admin.describe_cluster()
+    finally:
+        await admin.close()
+    value = cluster.get("cluster_id")
+    return str(value) if value else None
+
+
 async def _default_replication_factor(admin: AIOKafkaAdminClient) -> int:
     cluster = await admin.describe_cluster()
     broker_id = cluster["brokers"][0]["node_id"]
@@ -79,11 +98,26 @@ async def _config_value(admin: AIOKafkaAdminClient, kind: Any, name: str, key: s
     return None
 
 
+async def _settled_partitions(admin: AIOKafkaAdminClient, name: str) -> int:
+    """The topic's partition count once its metadata has settled: right after another
+    worker created it, it may be described with an error or no partitions for a moment
+    ("wait and look again", bounded by :data:`SETTLE_TIMEOUT`)."""
+    actual = 0
+    with anyio.move_on_after(SETTLE_TIMEOUT):
+        while True:
+            described = (await admin.describe_topics([name]))[0]
+            actual = len(described.get("partitions") or ())
+            if described.get("error_code", 0) == 0 and actual > 0:
+                return actual
+            log.debug("topic metadata not settled yet", topic=name, partitions=actual)
+            await anyio.sleep(0.2)
+    return actual
+
+
 async def _check_layout(
     admin: AIOKafkaAdminClient, name: str, partitions: int, compacted: bool
 ) -> None:
-    described = (await admin.describe_topics([name]))[0]
-    actual = len(described["partitions"])
+    actual = await _settled_partitions(admin, name)
     if actual != partitions:
         raise TopicError(
             f"topic {name!r} exists with {actual} partition(s) but eos needs {partitions}: "

@@ -1,4 +1,5 @@
-"""Reading a topic to its end, the way exactly-once needs it (SPEC §7).
+"""Reading a topic to its end, the way exactly-once needs it (docs/exactly-once.md,
+"Resuming").
 
 "The end" is what a read_uncommitted client sees: the high watermark of every
 partition, listed when the read begins. The records are consumed with

@@ -35,9 +35,12 @@ class Mailbox:
 
     async def ask(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
         reply_send, reply_receive = anyio.create_memory_object_stream[tuple[bool, Any]](1)
-        async with reply_receive:
-            await self._send.send(_Envelope(call, args, reply_send))
-            ok, value = await reply_receive.receive()
+        try:
+            async with reply_receive:
+                await self._send.send(_Envelope(call, args, reply_send))
+                ok, value = await reply_receive.receive()
+        finally:
+            reply_send.close()  # also when the call never ran (mailbox closed, cancelled)
         if not ok:
             raise value
         result: T = value

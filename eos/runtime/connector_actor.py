@@ -1,9 +1,11 @@
-"""The connector actor: runs one :class:`~eos.api.SourceConnector` and turns its
-task configurations into requests to the coordinator.
+"""The connector actor: runs one :class:`~eos.api.SourceConnector` and hands its
+task configurations to the leader.
 
 On start and whenever the connector calls ``request_task_reconfiguration``, it
-asks the connector for ``task_configs(tasks.max)`` and hands them to the
-coordinator, which writes them to the config topic only if they changed.
+asks the connector for ``task_configs(tasks.max)`` and hands them over (the
+leader writes them to the config topic only if they changed). A handover that
+fails (no leader yet, the leader moving) is retried with backoff until it
+succeeds or the connector stops: task configs are never dropped.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ import structlog
 from anyio.abc import TaskStatus
 
 from eos.api import SourceConnector
+from eos.errors import EosError
+from eos.state import State
 
-TaskConfigsSink = Callable[[str, list[dict[str, str]]], None]
-StatusSink = Callable[[str, str | None], Awaitable[None]]
+TaskConfigsSink = Callable[[str, list[dict[str, str]]], Awaitable[None]]
+StatusSink = Callable[[State, str | None], Awaitable[None]]
+
+_MAX_BACKOFF = 10.0
 
 
 class ConnectorActor:
@@ -31,6 +37,7 @@ class ConnectorActor:
         *,
         on_task_configs: TaskConfigsSink,
         status: StatusSink,
+        retry_backoff: float = 0.1,
     ) -> None:
         self.name = name
         self.connector = connector
@@ -38,8 +45,10 @@ class ConnectorActor:
         self.max_tasks = max_tasks
         self._on_task_configs = on_task_configs
         self._status = status
+        self._retry_backoff = retry_backoff
         self._reconfigure = anyio.Event()
         self._failure: BaseException | None = None
+        self.failed = False
         self.stopped = anyio.Event()
         self.log = structlog.get_logger(__name__).bind(connector=name)
 
@@ -57,19 +66,20 @@ class ConnectorActor:
         task_status.started()
         try:
             await self.connector.start(self.config)
-            await self._status("RUNNING", None)
+            await self._status(State.RUNNING, None)
             while True:
                 self._reconfigure = anyio.Event()
                 configs = self.connector.task_configs(self.max_tasks)[: self.max_tasks]
-                self._on_task_configs(self.name, [dict(c) for c in configs])
+                await self._hand_over([dict(c) for c in configs])
                 await self._reconfigure.wait()
                 if self._failure is not None:
                     raise self._failure
         except Exception as exc:
+            self.failed = True
             self.log.error("connector failed", error=repr(exc))
             trace = "".join(traceback.format_exception(exc))
             with anyio.CancelScope(shield=True):
-                await self._status("FAILED", f"{exc}\n\n{trace}")
+                await self._status(State.FAILED, f"{exc}\n\n{trace}")
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 try:
@@ -77,3 +87,14 @@ class ConnectorActor:
                 except Exception as exc:
                     self.log.warning("connector stop raised", error=repr(exc))
             self.stopped.set()
+
+    async def _hand_over(self, configs: list[dict[str, str]]) -> None:
+        backoff = self._retry_backoff
+        while True:
+            try:
+                await self._on_task_configs(self.name, configs)
+                return
+            except EosError as exc:
+                self.log.info("task configs not handed over yet; retrying", error=str(exc))
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, _MAX_BACKOFF)

@@ -66,7 +66,7 @@ class BytesConverter:
         raise TypeError(f"the bytes converter needs bytes, got {type(value).__name__}")
 
 
-_BUILTIN: dict[str, type[Converter]] = {
+CONVERTERS: dict[str, type[Converter]] = {
     "json": JsonConverter,
     "string": StringConverter,
     "bytes": BytesConverter,
@@ -75,7 +75,7 @@ _BUILTIN: dict[str, type[Converter]] = {
 
 def make_converter(name: str) -> Converter:
     """The converter called ``name`` (json, string, bytes) or at dotted path ``name``."""
-    builtin = _BUILTIN.get(name.lower())
+    builtin = CONVERTERS.get(name.lower())
     if builtin is not None:
         return builtin()
     cls = load_class(name)

@@ -1,4 +1,5 @@
-"""The exactly-once source task (SPEC §6, §10): records and their offsets in one transaction.
+"""The exactly-once source task (docs/exactly-once.md): records and their offsets in one
+transaction.
 
 Invariants:
 - the producer's ``transactional.id`` is ``${group.id}-${connector}-${task}``;
@@ -24,6 +25,7 @@ from aiokafka import errors as kerrors
 from eos.api import SourceTask
 from eos.errors import EosError, FencedError, TaskError, TransactionTimedOut
 from eos.kafka.clients import FENCED_ERRORS
+from eos.kafka.transactional_ids import task_transactional_id
 from eos.runtime.boundaries import (
     Action,
     BoundaryPolicy,
@@ -37,10 +39,6 @@ from eos.runtime.sending import Outgoing
 from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec
 
 T = TypeVar("T")
-
-
-def transactional_id(group_id: str, connector: str, task_id: int) -> str:
-    return f"{group_id}-{connector}-{task_id}"
 
 
 class ExactlyOnceTask(SourceTaskRunner):
@@ -65,7 +63,7 @@ class ExactlyOnceTask(SourceTaskRunner):
         if gate and not await gate.before_producer(self.spec.connector, self.spec.generation):
             return False
         await self._start_producer(
-            transactional_id=transactional_id(
+            transactional_id=task_transactional_id(
                 self.deps.group_id, self.spec.connector, self.spec.task_id
             ),
             enable_idempotence=True,

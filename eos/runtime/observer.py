@@ -11,14 +11,16 @@ aborted the open transaction), ``shutdown`` (a stop could not commit).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from eos.state import State
+
 AbortReason = Literal["connector", "error", "shutdown"]
-TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
 
 
 class TaskObserver(Protocol):
-    def state_changed(self, state: str) -> None: ...
+    def state_changed(self, state: State) -> None: ...
 
     def poll_completed(self, records: int, seconds: float) -> None:
         """A call to the task's poll returned ``records`` records after ``seconds``."""
@@ -48,10 +50,38 @@ class TaskObserver(Protocol):
         """The task is gone from this worker (its series may be removed)."""
 
 
+@dataclass(frozen=True)
+class Rebalanced:
+    """A rebalance this worker completed, as it saw it."""
+
+    generation: int
+    leader: bool
+    """This worker leads the new generation."""
+    leader_changed: bool
+    """The leader is another member than in the previous generation this worker saw."""
+    protocol: str
+    """How the generation rebalances: ``eager`` or ``cooperative``."""
+    cause: str
+    """Why this worker rejoined: ``start``, ``requested`` (config change, handed-over
+    work, a scheduled delay), ``rebalance`` (another member's), ``lost`` (expelled)."""
+    seconds: float
+    """From the decision to rejoin until the assignment arrived."""
+    members: int
+    connectors: int
+    """Connectors assigned to this worker after this round."""
+    tasks: int
+    """Tasks assigned to this worker after this round."""
+    revoked_connectors: int
+    revoked_tasks: int
+    delay_ms: int
+    """A later rebalance the leader scheduled (work held for a lost member, a settle
+    time); 0 if none."""
+
+
 class WorkerObserver(Protocol):
     def task(self, connector: str, task_id: int) -> TaskObserver: ...
 
-    def rebalance_completed(self, generation: int, leader: bool) -> None: ...
+    def rebalance_completed(self, rebalanced: Rebalanced) -> None: ...
 
     def fencing_round(self, connector: str, seconds: float, ok: bool) -> None: ...
 
@@ -66,8 +96,19 @@ class WorkerObserver(Protocol):
         """Blocking-call pool (Spark reads): threads in use and calls waiting."""
 
 
+def rebalanced(generation: int, leader: bool, **details: object) -> Rebalanced:
+    """A :class:`Rebalanced` with neutral details (tests, demos)."""
+    fields: dict[str, object] = {
+        "leader_changed": False, "protocol": "cooperative", "cause": "start", "seconds": 0.0,
+        "members": 1, "connectors": 0, "tasks": 0, "revoked_connectors": 0,
+        "revoked_tasks": 0, "delay_ms": 0,
+    }  # fmt: skip
+    fields.update(details)
+    return Rebalanced(generation, leader, **fields)  # type: ignore[arg-type]
+
+
 class NullTaskObserver:
-    def state_changed(self, state: str) -> None:
+    def state_changed(self, state: State) -> None:
         pass
 
     def poll_completed(self, records: int, seconds: float) -> None:
@@ -104,7 +145,7 @@ class NullObserver:
     def task(self, connector: str, task_id: int) -> TaskObserver:
         return NullTaskObserver()
 
-    def rebalance_completed(self, generation: int, leader: bool) -> None:
+    def rebalance_completed(self, rebalanced: Rebalanced) -> None:
         pass
 
     def fencing_round(self, connector: str, seconds: float, ok: bool) -> None:

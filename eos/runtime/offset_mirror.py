@@ -1,5 +1,6 @@
-"""The offset mirror actor (SPEC §6.4): copies the offsets committed to a
-connector's own offsets topic into the worker's global offsets topic.
+"""The offset mirror actor (docs/exactly-once.md, step 4 of the loop): copies the
+offsets committed to a connector's own offsets topic into the worker's global
+offsets topic.
 
 It runs off the tasks' path: tasks hand it the committed offset records and
 never wait. Pending records are coalesced by key (latest wins), so the backlog

@@ -8,8 +8,12 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+import structlog
+
 from eos.api import SourceConnector
 from eos.errors import PluginError
+
+log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "eos.connectors"
 
@@ -18,6 +22,18 @@ ENTRY_POINT_GROUP = "eos.connectors"
 def available_connectors() -> dict[str, str]:
     """Alias → ``module:Class`` of every installed connector plugin."""
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def reserved_worker_prefixes() -> tuple[str, ...]:
+    """The worker-setting prefixes every installed connector plugin declares
+    (``SourceConnector.worker_settings``); a plugin that cannot be loaded is skipped."""
+    prefixes: set[str] = set()
+    for alias in available_connectors():
+        try:
+            prefixes.update(connector_class(alias).worker_settings)
+        except PluginError as exc:
+            log.warning("connector plugin not loadable", plugin=alias, error=str(exc))
+    return tuple(sorted(prefixes))
 
 
 def load_class(path: str) -> type[Any]:

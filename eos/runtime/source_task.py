@@ -55,23 +55,32 @@ from eos.runtime.sending import (
     send_records,
     where,
 )
+from eos.state import State
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
 
-StatusSink = Callable[[str, str | None], Awaitable[None]]
+StatusSink = Callable[[State, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
 
 OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
 """Receives the offset records of each commit (the offset mirror); must not block."""
 
+TopicDiscovered = Callable[[str], None]
+"""Receives each topic the task writes to, the first time it does (KIP-558 active
+topics); must not block (it is called on the send path)."""
+
 
 class StartGate(Protocol):
-    """The start-up checks of an exactly-once task (SPEC §10), done by the worker."""
+    """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
+    task"), done by the worker."""
 
     async def before_producer(self, connector: str, generation: int) -> bool:
         """Fencing round, config read, task-count check, offsets topic. False: abandon."""
 
     async def after_producer(self, connector: str, generation: int) -> bool:
         """Config read after the producer exists: False if a new generation appeared."""
+
+    async def offsets_topic(self) -> None:
+        """Create the connector's own offsets topic, if it has one and it is missing."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,7 @@ class TaskDeps:
     boundary_interval_ms: int = 10_000
     gate: StartGate | None = None
     offsets_committed: OffsetsCommitted | None = None
+    topic_discovered: TopicDiscovered | None = None
     observer: TaskObserver = field(default_factory=NullTaskObserver)
     clock: Clock = field(default_factory=SystemClock)
 
@@ -138,7 +148,7 @@ class SourceTaskRunner(ABC):
             connector=spec.connector, task=spec.task_id, generation=spec.generation
         )
         self.stopped = anyio.Event()
-        self.state = "UNASSIGNED"
+        self.state = State.UNASSIGNED
         self._stop_requested = False
         self._wait_scope: anyio.CancelScope | None = None  # start-up or poll: what a stop ends
         self._producer: AIOKafkaProducer | None = None
@@ -147,6 +157,8 @@ class SourceTaskRunner(ABC):
         # Per-record bookkeeping only for tasks that want commit_record calls.
         self._per_record = type(task).commit_record is not SourceTask.commit_record
         self._background_error: Exception | None = None
+        self._topics: set[str] = set()
+        """Topics this run has written to (checked, and reported to ``topic_discovered``)."""
 
     # ------------------------------------------------------------------ control
 
@@ -220,11 +232,11 @@ class SourceTaskRunner(ABC):
         try:
             await self.deps.offset_reader.refresh()
             await self.task.start(self.spec.config, context)
-            await self._set_state("RUNNING")
+            await self._set_state(State.RUNNING)
             await self._loop()
             self._raise_background_error()
             await self._shielded(self.final_commit(), "final commit")
-            await self._set_state("UNASSIGNED")
+            await self._set_state(State.UNASSIGNED)
         except FencedError:
             raise
         except anyio.get_cancelled_exc_class():
@@ -286,11 +298,23 @@ class SourceTaskRunner(ABC):
             await self._send(batch[start:])
 
     def _check_topic(self, topic: str) -> None:
+        """Refuse the offsets topic; report a topic the first time (per record or block:
+        a set lookup, all it costs once the topic is known)."""
+        if topic in self._topics:
+            return
         if topic == self.deps.offsets_topic:
             raise TaskError(
                 f"a record is addressed to the offsets topic {topic!r} of this task; "
                 "that would block reading the offsets back: write to another topic"
             )
+        self._topics.add(topic)
+        if self.deps.topic_discovered is not None:
+            self.deps.topic_discovered(topic)
+
+    def forget_topics(self, keep: Callable[[str], bool]) -> None:
+        """Forget the topics ``keep`` rejects (their active-topic record was reset), so that
+        the next record to one of them reports it again."""
+        self._topics = {topic for topic in self._topics if keep(topic)}
 
     def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None]:
         self._check_topic(record.topic)
@@ -459,7 +483,7 @@ class SourceTaskRunner(ABC):
         if self.deps.offsets_committed is not None and committed.offsets:
             self.deps.offsets_committed(committed.offsets.records())
 
-    async def _set_state(self, state: str, trace: str | None = None) -> None:
+    async def _set_state(self, state: State, trace: str | None = None) -> None:
         self.state = state
         self.deps.observer.state_changed(state)
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.deps.graceful_timeout):
@@ -468,7 +492,7 @@ class SourceTaskRunner(ABC):
     async def _fail(self, exc: BaseException) -> None:
         trace = "".join(traceback.format_exception(exc))
         self.log.error("task failed", error=str(exc))
-        await self._set_state("FAILED", f"{exc}\n\n{trace}")
+        await self._set_state(State.FAILED, f"{exc}\n\n{trace}")
 
 
 class _Background:
@@ -500,6 +524,8 @@ class AtLeastOnceTask(SourceTaskRunner):
     _last_flush: float = 0.0
 
     async def startup(self) -> bool:
+        if self.deps.gate is not None:
+            await self.deps.gate.offsets_topic()
         await self._start_producer(enable_idempotence=True, transactional_id=None)
         self._last_flush = self.deps.clock.monotonic()
         return True

@@ -1,13 +1,16 @@
-"""The worker: the root of a worker process's actors.
+"""The worker: the root of a worker process's actors, and the one interface the
+REST API and the service talk to.
 
 It creates the internal topics, owns the Kafka clients and stores (config,
-status, global offsets), the offset mirror and the coordinator, and runs the
-connectors and tasks the coordinator assigns to it, each in its own cancel
-scope inside the worker's task group.
+status, global offsets), the offset mirror, the coordinator and the group
+membership, and runs the connectors and tasks the coordinator assigns to it,
+each in its own cancel scope inside the worker's task group.
 
 Shutdown is two-phase with one deadline (``task.shutdown.graceful.timeout.ms``):
 every task is asked to stop and given until the deadline to commit what it
-polled; what is still running then is cancelled.
+polled; what is still running then is cancelled. Only then does the worker
+leave its group (so the others take its work over at once, after its final
+commits).
 """
 
 from __future__ import annotations
@@ -21,25 +24,48 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from eos.api import SourceConnector
-from eos.config.connector import ConnectorConfig, validate_connector
+from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
-from eos.errors import ConflictError, PluginError, ValidationError
-from eos.kafka.admin import ensure_topic
+from eos.errors import (
+    ConflictError,
+    EosError,
+    NotFoundError,
+    NotLeaderError,
+    PluginError,
+    RetriableError,
+    ValidationError,
+)
+from eos.kafka.admin import ensure_topic, kafka_cluster_id
 from eos.kafka.clients import ClientConfig
+from eos.kafka.group import GroupClient
+from eos.kafka.transactional_ids import offsets_transactional_id
+from eos.runtime.assignors.base import AssignorSettings
+from eos.runtime.assignors.registry import make_assignor
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.converters import make_converter
-from eos.runtime.coordinator import Coordinator
+from eos.runtime.coordinator import ClusterView, Coordinator
 from eos.runtime.exactly_once_task import ExactlyOnceTask
+from eos.runtime.leader_client import LeaderClient
+from eos.runtime.membership import Membership, MembershipSettings
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
+from eos.runtime.offsets_admin import Offsets, read_offsets, write_offsets
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
+from eos.runtime.signatures import Rejection, verify
 from eos.runtime.source_task import AtLeastOnceTask, SourceTaskRunner, TaskDeps, TaskSpec
-from eos.storage.config_log import ConfigLog
+from eos.runtime.validation import validate_connector
+from eos.state import State
+from eos.storage.config_log import (
+    ConfigLog,
+    ConfigSnapshot,
+    RestartRequest,
+    SessionKey,
+    TargetState,
+)
 from eos.storage.offset_log import CombinedOffsetReader, OffsetLog
-from eos.storage.status_log import StatusLog, StatusState
+from eos.storage.status_log import ActiveTopic, StatusLog
 
 log = structlog.get_logger(__name__)
 
@@ -55,10 +81,9 @@ class _ConnectorUnit:
 class _TaskUnit:
     spec: TaskSpec
     runner: SourceTaskRunner
-    stores: list[OffsetLog]
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the task has stopped and its offset stores are closed."""
+    """Set when the task has stopped."""
 
 
 class Worker:
@@ -68,26 +93,62 @@ class Worker:
         *,
         observer: WorkerObserver | None = None,
         clock: Clock | None = None,
+        plugin_settings: Mapping[str, str] | None = None,
     ) -> None:
-        self.settings = settings
+        s = settings
+        self.settings = s
         self.observer = observer or NullObserver()
         self.clock = clock or SystemClock()
-        self.log = log.bind(worker=settings.worker_id, group=settings.group_id)
-        client = settings.client_config
-        sync_timeout = settings.worker_sync_timeout_ms / 1000
-        self.config_log = ConfigLog(
-            client, settings.config_topic, settings.group_id, read_timeout=sync_timeout
+        self.log = log.bind(worker=s.worker_id, group=s.group_id)
+        client = s.client_config
+        sync_timeout = s.worker_sync_timeout_ms / 1000
+        self.config_log = ConfigLog(client, s.config_topic, s.group_id, read_timeout=sync_timeout)
+        self.status_log = StatusLog(client, s.status_topic, s.worker_id, read_timeout=sync_timeout)
+        self.mirror = OffsetMirror(client, s.offsets_topic, observer=self.observer)
+        self.link = LeaderClient(
+            self._session_key,
+            timeout=sync_timeout,
+            clock=self.clock,
+            verify=s.rest_tls.client_context(),
         )
-        self.status_log = StatusLog(
-            client, settings.status_topic, settings.worker_id, read_timeout=sync_timeout
+        assignor = make_assignor(
+            s.assignor,
+            AssignorSettings(s.scheduled_rebalance_max_delay_ms, s.failover_settle_ms, s.raw),
         )
-        self.mirror = OffsetMirror(client, settings.offsets_topic, observer=self.observer)
-        self.coordinator = Coordinator(settings, self.config_log, self, self.observer)
-        threads = settings.thread_pool_size
-        plugin_settings = {k: v for k, v in settings.raw.items() if k.startswith("spark.")}
-        self.resources = SharedResources(plugin_settings, threads, self.observer)
+        self.coordinator = Coordinator(
+            s,
+            self.config_log,
+            self,
+            self.observer,
+            assignor=assignor,
+            link=self.link,
+            clock=self.clock,
+        )
+        self.group = GroupClient(
+            client,
+            s.group_id,
+            client_id=f"eos-group-{s.worker_id}",
+            request_timeout=(s.rebalance_timeout_ms + 5000) / 1000,
+            short_timeout=s.session_timeout_ms / 1000,
+        )
+        self.membership = Membership(
+            self.group,
+            self.coordinator,
+            MembershipSettings(
+                s.session_timeout_ms,
+                s.heartbeat_interval_ms,
+                s.rebalance_timeout_ms,
+                s.retry_backoff_ms,
+            ),
+            group_id=s.group_id,
+            clock=self.clock,
+        )
+        self.coordinator.rejoin = self.membership
+        self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
+        self.kafka_cluster_id: str | None = None
         self._connectors: dict[str, _ConnectorUnit] = {}
         self._tasks: dict[tuple[str, int], _TaskUnit] = {}
+        self._offset_logs: dict[tuple[str, str], OffsetLog] = {}
         self._tg: TaskGroup | None = None
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
@@ -96,6 +157,7 @@ class Worker:
     # ------------------------------------------------------------- lifecycle
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until :meth:`stop`; ready (``task_status``) once it has joined its group."""
         try:
             await self._run(task_status)
         finally:
@@ -106,25 +168,59 @@ class Worker:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.config_log)
             await stack.enter_async_context(self.status_log)
+            await self.group.start()
+            stack.push_async_callback(self.group.close)
             stack.push_async_callback(self.resources.aclose)
+            stack.push_async_callback(self._close_offset_logs)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 await tg.start(self.mirror.run)
                 await tg.start(self.coordinator.run)
+                membership = anyio.CancelScope()
+                tg.start_soon(self._run_in_scope, membership, self.membership.run)
+                if self.settings.topic_tracking:
+                    tg.start_soon(self._watch_topic_resets)
+                await self._until_joined()
                 self.log.info("worker started", rest_url=self.settings.rest_url)
                 task_status.started()
                 await self._stop.wait()
                 await self._shutdown()
+                membership.cancel()  # leaves the group (shielded LeaveGroup)
+                self.coordinator.close()
                 tg.cancel_scope.cancel()
         self.log.info("worker stopped")
         self.stopped.set()
+
+    async def _until_joined(self) -> None:
+        """Until the first assignment arrived — or a stop was asked for (a worker that
+        cannot join must still stop on SIGTERM)."""
+
+        async def joined() -> None:
+            with anyio.move_on_after(self.settings.session_timeout_ms / 1000) as waiting:
+                await self.coordinator.joined_once.wait()
+            if waiting.cancelled_caught:
+                self.log.warning("still joining the group", error=self.coordinator.error)
+                await self.coordinator.joined_once.wait()
+            race.cancel_scope.cancel()
+
+        async def stopped() -> None:
+            await self._stop.wait()
+            race.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as race:
+            race.start_soon(joined)
+            race.start_soon(stopped)
+
+    async def _close_offset_logs(self) -> None:
+        logs, self._offset_logs = list(self._offset_logs.values()), {}
+        for offsets in logs:
+            await offsets.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown; :meth:`run` returns when it is done."""
         self._stop.set()
 
     async def _shutdown(self) -> None:
-        self.coordinator.close()
         await self.stop_tasks(list(self._tasks))
         for name in list(self._connectors):
             await self.stop_connector(name)
@@ -146,25 +242,167 @@ class Worker:
                 compacted=True,
                 check=True,
             )
+        self.kafka_cluster_id = await kafka_cluster_id(client)
 
-    # ------------------------------------------------------------ requests
+    # ------------------------------------------------- what REST and services ask
 
-    async def put_connector(self, name: str, props: Mapping[str, str]) -> bool:
-        """Validate (SPEC §12 pre-flight included), then create or update; True if new."""
+    async def snapshot(self) -> ConfigSnapshot:
+        """The config topic read to its end."""
+        return await self.coordinator.snapshot()
+
+    def cluster(self) -> ClusterView:
+        """The cluster as this worker sees it."""
+        return self.coordinator.view()
+
+    def require_leader(self) -> None:
+        """Raise :class:`~eos.errors.NotLeaderError` (naming the leader) unless this
+        worker leads the cluster: only the leader serves writes."""
+        self.coordinator.require_leader()
+
+    async def put_connector(
+        self,
+        name: str,
+        props: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
+    ) -> bool:
+        """Validate, then create or update (leader only); True if new. A new connector
+        starts in ``initial_state``."""
         props = {**props, "name": name}
+        self.coordinator.require_leader()
         self.validate_connector(props)
-        return await self.coordinator.put_connector(name, props)
+        return await self.coordinator.put_connector(name, props, initial_state)
+
+    async def set_target_state(self, name: str, state: TargetState) -> None:
+        """Pause (PAUSED), stop (STOPPED) or resume (STARTED) a connector (leader only)."""
+        await self.coordinator.set_target_state(name, state)
+
+    async def restart(self, name: str, request: RestartRequest) -> None:
+        """Have the connector and/or its tasks restarted where they run (leader only)."""
+        await self.coordinator.restart(name, request)
+
+    async def offsets(self, name: str) -> Offsets:
+        """The connector's committed offsets, as its tasks would read them."""
+        snap = await self.snapshot()
+        if name not in snap.connectors:
+            raise NotFoundError(f"Connector {name} not found")
+        return await read_offsets(self.settings, name, snap.connectors[name])
+
+    async def change_offsets(self, name: str, changes: Offsets | None) -> None:
+        """Alter (``changes``: partition → new offset, None to reset it) or, with None,
+        reset all of a STOPPED connector's offsets (leader only): the last task generation
+        is fenced first, the connector may veto, the write is one transaction."""
+        snap = await self.coordinator.begin_offset_change(name)
+        try:
+            props = snap.connectors[name]
+            await self.coordinator.fence(name)  # the stop's round: every old producer fenced
+            if changes is None:
+                changes = dict.fromkeys(await read_offsets(self.settings, name, props))
+            connector = connector_class(props["connector.class"])()
+            try:
+                connector.alter_offsets(props, changes)
+            except Exception as exc:
+                raise ValidationError(
+                    {"offsets": [f"the connector refused the change: {exc}"]}
+                ) from exc
+            tid = offsets_transactional_id(self.settings.group_id, name)
+            await write_offsets(self.settings, name, props, changes, transactional_id=tid)
+        finally:
+            self.coordinator.end_offset_change(name)
+
+    async def delete_connector(self, name: str) -> None:
+        """Delete the connector (leader only); its active topics are forgotten too."""
+        await self.coordinator.delete_connector(name)
+        try:
+            await self.reset_active_topics(name)
+        except EosError as exc:
+            self.log.warning("active topics not reset", connector=name, error=str(exc))
+
+    async def active_topics(self, name: str) -> list[str]:
+        """The topics the connector's tasks have written to since the last reset
+        (KIP-558; empty for a connector that never wrote, or does not exist)."""
+        return sorted((await self.read_status()).active_topics(name))
+
+    async def reset_active_topics(self, name: str) -> None:
+        """Forget the connector's active topics: its tasks report them again as they
+        write (those of this worker at once, the others' within
+        ``topic.tracking.refresh.interval.ms``)."""
+        status = await self.read_status()
+        removed = await status.remove_topics(name)
+        for (connector, _), unit in self._tasks.items():
+            if connector == name:
+                unit.runner.forget_topics(lambda topic: topic not in removed)
+
+    async def apply_connector(self, name: str, props: Mapping[str, str]) -> bool:
+        """A connector config given to this worker at start: applied by the leader,
+        wherever it is (retried while the group settles). True if new."""
+        props = {**props, "name": name}
+        backoff = self.settings.retry_backoff_ms / 1000
+        with anyio.fail_after(self.settings.worker_sync_timeout_ms / 1000):
+            while not self._stop.is_set():
+                try:
+                    view = self.coordinator.view()
+                    if view.is_leader:
+                        return await self.put_connector(name, props)
+                    if view.leader_url:
+                        return await self.link.put_connector_config(
+                            view.leader_url, name, dict(props)
+                        )
+                except (NotLeaderError, RetriableError) as exc:
+                    self.log.info("connector not applied yet; retrying", error=str(exc))
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+        return False  # stopping
 
     def validate_connector(self, props: Mapping[str, str]) -> dict[str, list[str]]:
         """Problems per setting; raises :class:`ValidationError` if there are any."""
-        try:
-            connector: SourceConnector | None = connector_class(props.get("connector.class", ""))()
-        except PluginError as exc:
-            raise ValidationError({"connector.class": [str(exc)]}) from exc
-        problems = validate_connector(props, self.settings, connector)
+        problems = self.problems(props)
         if any(problems.values()):
             raise ValidationError(problems)
         return problems
+
+    def problems(self, props: Mapping[str, str]) -> dict[str, list[str]]:
+        """Every setting of the framework and the connector → its problems (often none),
+        for this worker's settings (e.g. its exactly-once mode)."""
+        try:
+            connector = connector_class(props.get("connector.class", ""))()
+        except PluginError as exc:
+            return {"connector.class": [str(exc)]}
+        return validate_connector(props, self.settings, connector)
+
+    async def fence(self, name: str) -> None:
+        """Internal (a worker about to start tasks of ``name``): a fencing round."""
+        await self.coordinator.fence(name)
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Internal (a connector running on some worker): its task configs."""
+        await self.coordinator.put_task_configs(name, configs)
+
+    def check_signature(
+        self, headers: Mapping[str, str], method: str, path: str, body: bytes
+    ) -> Rejection | None:
+        """Why an internal request's signature is not accepted, or None."""
+        key = self.config_log.snapshot.session_key
+        return verify(
+            headers,
+            key=key.key if key else None,
+            method=method,
+            path=path,
+            body=body,
+            now_ms=self.clock.wall_ms(),
+            window_ms=self.settings.signature_window_ms,
+        )
+
+    async def _session_key(self, refresh: bool) -> SessionKey | None:
+        if refresh:
+            return (await self.coordinator.snapshot()).session_key
+        return self.config_log.snapshot.session_key
+
+    async def read_status(self) -> StatusLog:
+        """The status topic read to its end."""
+        async with self._status_lock:
+            await self.status_log.refresh()
+        self._forget_reset_topics()
+        return self.status_log
 
     # ------------------------------------------------------- Units (connectors)
 
@@ -181,15 +419,16 @@ class Worker:
         except Exception as exc:
             self.log.error("connector cannot start", connector=name, error=str(exc))
             self._connectors[name] = _ConnectorUnit(props, None)
-            self._tg.start_soon(self._connector_status, name, "FAILED", str(exc))
+            self._tg.start_soon(self._connector_status, name, State.FAILED, str(exc))
             return
         actor = ConnectorActor(
             name,
             connector,
             props,
             config.tasks_max,
-            on_task_configs=self.coordinator.task_configs_generated,
+            on_task_configs=self.coordinator.submit_task_configs,
             status=partial(self._connector_status, name),
+            retry_backoff=self.settings.retry_backoff_ms / 1000,
         )
         unit = _ConnectorUnit(props, actor)
         self._connectors[name] = unit
@@ -199,11 +438,23 @@ class Worker:
         unit = self._connectors.pop(name, None)
         if unit is None:
             return
-        await self.stop_tasks([key for key in self._tasks if key[0] == name])
         if unit.actor is not None:
             unit.scope.cancel()
             with anyio.move_on_after(self.settings.graceful_shutdown_ms / 1000 + 5):
                 await unit.actor.stopped.wait()
+
+    def failed(self, name: str, task_id: int | None = None) -> bool:
+        if task_id is None:
+            unit = self._connectors.get(name)
+            return unit is not None and (unit.actor is None or unit.actor.failed)
+        task = self._tasks.get((name, task_id))
+        return task is not None and task.runner.state is State.FAILED
+
+    async def report(self, name: str, task_id: int | None, state: State) -> None:
+        if task_id is None:
+            await self._connector_status(name, state, None)
+        else:
+            await self._task_status(TaskSpec(name, task_id, -1, {}), state, None)
 
     # ------------------------------------------------------------ Units (tasks)
 
@@ -217,22 +468,20 @@ class Worker:
         if self._stop.is_set():
             return
         spec = TaskSpec(name, task_id, generation, dict(config))
-        props = self._connectors[name].props if name in self._connectors else None
         try:
+            props = self.coordinator.config_log.snapshot.connectors.get(name)
             if props is None:
-                raise ConflictError(f"connector {name} is not running on this worker")
-            runner, stores = self._make_runner(spec, props)
+                raise ConflictError(f"connector {name} has no config")
+            runner = self._make_runner(spec, props)
         except Exception as exc:
             self.log.error("task cannot start", connector=name, task=task_id, error=str(exc))
-            self._tg.start_soon(self._task_status, spec, "FAILED", str(exc))
+            self._tg.start_soon(self._task_status, spec, State.FAILED, str(exc))
             return
-        unit = _TaskUnit(spec, runner, stores)
+        unit = _TaskUnit(spec, runner)
         self._tasks[(name, task_id)] = unit
         self._tg.start_soon(self._run_task, unit)
 
-    def _make_runner(
-        self, spec: TaskSpec, props: Mapping[str, str]
-    ) -> tuple[SourceTaskRunner, list[OffsetLog]]:
+    def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
         s = self.settings
         config = ConnectorConfig.from_properties(props, s)
         task = connector_class(config.connector_class)().task_class()()
@@ -240,8 +489,8 @@ class Worker:
         own_topic = config.offsets_topic_for(s)
         read_timeout = (config.producer_transaction_timeout_ms(s) + s.worker_sync_timeout_ms) / 1000
         offsets_client = config.offsets_client_config(s)
-        own = OffsetLog(offsets_client, own_topic, read_timeout=read_timeout) if own_topic else None
-        global_ = OffsetLog(s.client_config, s.offsets_topic, read_timeout=read_timeout)
+        own = self._offset_log(offsets_client, own_topic, read_timeout) if own_topic else None
+        global_ = self._offset_log(s.client_config, s.offsets_topic, read_timeout)
         deps = TaskDeps(
             client_config=client,
             group_id=s.group_id,
@@ -258,27 +507,32 @@ class Worker:
             boundary_interval_ms=config.boundary_interval_ms(s),
             gate=_StartGate(self, offsets_client, own_topic),
             offsets_committed=self.mirror.submit if own_topic else None,
+            topic_discovered=partial(self._topic_discovered, spec) if s.topic_tracking else None,
             observer=self.observer.task(spec.connector, spec.task_id),
             clock=self.clock,
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
-        return runner_class(spec, deps, task), [global_, *([own] if own else [])]
+        return runner_class(spec, deps, task)
+
+    def _offset_log(self, client: ClientConfig, topic: str, read_timeout: float) -> OffsetLog:
+        """The worker's one reader of an offsets topic, shared by every task that reads it
+        (a 300-task worker holds a few readers, not 600); closed when the worker stops."""
+        key = (client.bootstrap_servers, topic)
+        log_ = self._offset_logs.get(key)
+        if log_ is None:
+            log_ = self._offset_logs[key] = OffsetLog(client, topic, read_timeout=read_timeout)
+        return log_
 
     async def _run_task(self, unit: _TaskUnit) -> None:
         try:
             with unit.scope:
-                for store in unit.stores:
-                    await store.start()
-                await unit.runner.run()
+                await unit.runner.run()  # opens the offset stores when it first reads them
         finally:
-            with anyio.CancelScope(shield=True):
-                for store in unit.stores:
-                    await store.close()
             unit.done.set()
             # A FAILED task stays assigned (and visible in metrics) until it is stopped,
             # restarted or its connector removed, as in Kafka Connect: never restarted
             # behind the user's back.
-            if unit.runner.state != "FAILED":
+            if unit.runner.state is not State.FAILED:
                 self._forget(unit)
 
     def _forget(self, unit: _TaskUnit) -> None:
@@ -309,30 +563,61 @@ class Worker:
             await unit.done.wait()
             self._forget(unit)
 
-    async def task_failed(self, name: str, task_id: int, generation: int, trace: str) -> None:
-        await self._task_status(TaskSpec(name, task_id, generation, {}), "FAILED", trace)
-
     # ----------------------------------------------------------------- status
 
-    async def _task_status(self, spec: TaskSpec, state: str, trace: str | None) -> None:
+    async def _task_status(self, spec: TaskSpec, state: State, trace: str | None) -> None:
         try:
             await self.status_log.put_task(
-                spec.connector, spec.task_id, StatusState(state), trace, generation=spec.generation
+                spec.connector, spec.task_id, state, trace, generation=self.coordinator.generation
             )
         except Exception as exc:
             self.log.warning("status write failed", connector=spec.connector, error=repr(exc))
 
-    async def _connector_status(self, name: str, state: str, trace: str | None) -> None:
+    async def _connector_status(self, name: str, state: State, trace: str | None) -> None:
         try:
-            await self.status_log.put_connector(name, StatusState(state), trace)
+            await self.status_log.put_connector(
+                name, state, trace, generation=self.coordinator.generation
+            )
         except Exception as exc:
             self.log.warning("status write failed", connector=name, error=repr(exc))
 
-    async def read_status(self) -> StatusLog:
-        """The status topic read to its end."""
-        async with self._status_lock:
-            await self.status_log.refresh()
-        return self.status_log
+    # ---------------------------------------------------------- active topics
+
+    def _topic_discovered(self, spec: TaskSpec, topic: str) -> None:
+        """A task wrote to ``topic`` for the first time in its run (called on its send
+        path): the report is written by the worker's own task group."""
+        if self._tg is not None and not self._stop.is_set():
+            self._tg.start_soon(self._record_topic, spec, topic)
+
+    async def _record_topic(self, spec: TaskSpec, topic: str) -> None:
+        name = spec.connector
+        if self.status_log.has_topic(name, topic):  # as of the last read: maybe twice
+            return
+        if name not in self.config_log.snapshot.connectors:  # deleted meanwhile
+            return
+        active = ActiveTopic(topic, name, spec.task_id, self.clock.wall_ms())
+        try:
+            await self.status_log.put_topic(active)
+        except Exception as exc:  # the next status read lets the task report it again
+            self.log.warning("active topic not recorded", connector=name, error=repr(exc))
+
+    def _forget_reset_topics(self) -> None:
+        """Tasks forget the topics that have no record (any more): they report them again."""
+        status = self.status_log
+        for (name, _), unit in self._tasks.items():
+            unit.runner.forget_topics(partial(status.has_topic, name))
+
+    async def _watch_topic_resets(self) -> None:
+        """While tasks run here, read the status topic now and then: a reset made through
+        another worker reaches this one's tasks."""
+        interval = self.settings.topic_tracking_refresh_ms / 1000
+        while True:
+            await anyio.sleep(interval)
+            if self._tasks:
+                try:
+                    await self.read_status()
+                except EosError as exc:
+                    self.log.info("status topic not read", error=str(exc))
 
     @staticmethod
     async def _run_in_scope(
@@ -343,7 +628,8 @@ class Worker:
 
 
 class _StartGate:
-    """SPEC §10's start-up checks for an exactly-once task, against the coordinator."""
+    """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
+    task"), against the coordinator and the leader."""
 
     def __init__(self, worker: Worker, client: ClientConfig, own_topic: str | None) -> None:
         self.worker = worker
@@ -354,10 +640,39 @@ class _StartGate:
         snap = await self.worker.coordinator.snapshot()
         return snap.generations.get(connector) == generation and not snap.needs_fencing(connector)
 
+    async def _fenced(self, connector: str) -> bool:
+        """Ask the leader for a fencing round until it answers. False: the round was
+        cancelled (new task configs, connector deleted): abandon start-up."""
+        s = self.worker.settings
+        backoff = s.retry_backoff_ms / 1000
+        try:
+            with anyio.fail_after(s.worker_sync_timeout_ms / 1000):
+                while True:
+                    try:
+                        await self.worker.coordinator.request_fencing(connector)
+                        return True
+                    except (NotLeaderError, RetriableError) as exc:
+                        log.info("fencing request not answered; retrying", error=str(exc))
+                    except ConflictError as exc:
+                        log.info("fencing round cancelled", connector=connector, reason=str(exc))
+                        return False
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, 2.0)
+        except TimeoutError:
+            raise EosError(
+                f"no fencing round for {connector} within worker.sync.timeout.ms="
+                f"{s.worker_sync_timeout_ms}: is the leader ({self.worker.cluster().leader_url}) "
+                "reachable from this worker?"
+            ) from None
+
     async def before_producer(self, connector: str, generation: int) -> bool:
-        await self.worker.coordinator.fence(connector)
-        if not await self._current(connector, generation):
+        if not await self._fenced(connector) or not await self._current(connector, generation):
             return False
+        await self.offsets_topic()
+        return True
+
+    async def offsets_topic(self) -> None:
+        """Create the connector's own offsets topic if it has one ("already exists" is fine)."""
         if self.own_topic:
             s = self.worker.settings
             await ensure_topic(
@@ -367,7 +682,6 @@ class _StartGate:
                 replication_factor=s.offsets_replication_factor,
                 compacted=True,
             )
-        return True
 
     async def after_producer(self, connector: str, generation: int) -> bool:
         return await self._current(connector, generation)

@@ -15,4 +15,3 @@ from eos.storage.offset_log import encode_offset_key as encode_offset_key
 from eos.storage.offset_log import encode_offset_value as encode_offset_value
 from eos.storage.status_log import Status as Status
 from eos.storage.status_log import StatusLog as StatusLog
-from eos.storage.status_log import StatusState as StatusState

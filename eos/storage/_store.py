@@ -4,7 +4,7 @@
   (:class:`~eos.kafka.log.TopicReader`), refreshed under a lock so that
   concurrent callers never interleave two reads, and a start/close lifecycle
   usable as an async context manager.
-* The decoding rule of every versioned record (DESIGN §5): a value is a JSON
+* The decoding rule of every versioned record: a value is a JSON
   object whose ``"v"`` names its format version. A reader ignores, with a
   warning and never an exception, anything it cannot read: a key that is not
   UTF-8, a value that is not a JSON object, a version other than the ones it
@@ -122,16 +122,26 @@ class TopicStore(AsyncService, Generic[S]):
         self._state_factory = state_factory
         self._state = state_factory()
         self._rebuild = False
+        self._started = False
+        self._asked = 0
+        """Refresh calls so far (each one's ticket)."""
+        self._served = 0
+        """Every call with a ticket up to this one has been served by a finished read."""
         self._position = 0
         """Where the last complete read ended, summed over partitions (for a
         one-partition topic: the next offset to read)."""
 
     async def start(self) -> None:
-        """Connect the reader. Nothing is read until the first refresh."""
-        await self._reader.start()
+        """Connect the reader (once; again after :meth:`close`). Nothing is read until
+        the first refresh."""
+        async with self._read_lock:  # many tasks may open a shared store at once
+            if not self._started:
+                await self._reader.start()
+                self._started = True
 
     async def close(self) -> None:
         await self._reader.close()
+        self._started = False
 
     async def lag(self) -> int:
         """Records (with transaction markers) written but not yet read, summed over
@@ -143,9 +153,19 @@ class TopicStore(AsyncService, Generic[S]):
     async def _refresh_state(self, timeout: float | None) -> S:
         """Read to the end, apply what is new and return the state.
 
+        Callers that ask while a read is under way share the next read: one read to
+        the end serves everyone who asked before it began (its end offsets were
+        listed after they asked), so many tasks starting at once cost a few reads,
+        not one each.
+
         Raises :class:`~eos.errors.ReadToEndTimeout` if the end is not reached in
         time; the state is then left as it was."""
+        self._asked += 1
+        ticket = self._asked
         async with self._read_lock:
+            if self._served >= ticket:
+                return self._state  # a read that began after this call covered it
+            covers = self._asked
             state = self._state
             if self._rebuild:
                 await self._reader.close()
@@ -166,4 +186,5 @@ class TopicStore(AsyncService, Generic[S]):
             positions = await self._reader.positions()
             self._state, self._rebuild = state, False
             self._position = sum(positions.values())
+            self._served = covers
             return state

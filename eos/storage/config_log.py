@@ -1,5 +1,6 @@
 """The config topic: connector and task configurations, target states, task
-count records and the session key (SPEC §8).
+count records and the session key (docs/exactly-once.md, "The config topic and the
+leader").
 
 One partition, compacted, read with ``read_committed``, written **only by the
 leader**, through one transactional producer (``transactional.id =
@@ -21,6 +22,8 @@ version ``"v"``; a tombstone is a record whose value is null)::
     tasks-count-<name>       {"v":1,"tasks":N}                               count forgotten
     session-key              {"v":1,"key":"<base64>","algorithm":"HmacSHA256",
                               "created_ms":int}                              no session key
+    restart-<name>           {"v":1,"include_tasks":bool,"only_failed":bool, ignored
+                              "task":int|null}
 
 Rules a reader applies, in offset order:
 
@@ -39,6 +42,10 @@ Rules a reader applies, in offset order:
   warning; so are values that do not fit their format.
 * State of connectors without a connector record (deleted, tombstone
   compacted away) is kept but hidden from the snapshot.
+* A ``restart-<name>`` record asks the workers that run the connector (and,
+  with ``include_tasks``, its tasks; with ``only_failed``, only failed ones; with
+  ``task``, that one task only) to restart them; each worker acts on restart
+  records newer than the ones it has seen when it next reads the topic.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from aiokafka import AIOKafkaProducer
 
 from eos.errors import FencedError, RetriableError
 from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
+from eos.kafka.transactional_ids import leader_transactional_id
 from eos.storage._store import (
     Record,
     TopicStore,
@@ -128,6 +136,21 @@ class SessionKeyRecord:
     session_key: SessionKey | None
 
 
+@dataclass(frozen=True)
+class RestartRequest:
+    """A user's restart of a connector (and its tasks), or of one task."""
+
+    include_tasks: bool = False
+    only_failed: bool = False
+    task: int | None = None
+
+
+@dataclass(frozen=True)
+class RestartRecord:
+    name: str
+    request: RestartRequest | None
+
+
 ConfigRecord = (
     ConnectorConfigRecord
     | TaskConfigRecord
@@ -135,6 +158,7 @@ ConfigRecord = (
     | TargetStateRecord
     | TaskCountRecord
     | SessionKeyRecord
+    | RestartRecord
 )
 
 _CONNECTOR = "connector-"
@@ -143,6 +167,7 @@ _COMMIT = "commit-"
 _TARGET_STATE = "target-state-"
 _TASKS_COUNT = "tasks-count-"
 _SESSION_KEY = "session-key"
+_RESTART = "restart-"
 
 
 def encode_connector_config(name: str, properties: Mapping[str, str]) -> Record:
@@ -184,6 +209,16 @@ def encode_session_key(session_key: SessionKey) -> Record:
     return _SESSION_KEY.encode(), encode_json(value)
 
 
+def encode_restart(name: str, request: RestartRequest) -> Record:
+    value = {
+        "v": 1,
+        "include_tasks": request.include_tasks,
+        "only_failed": request.only_failed,
+        "task": request.task,
+    }
+    return (_RESTART + name).encode(), encode_json(value)
+
+
 def decode_record(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
     """The record, or None (with a warning) for anything this worker cannot read."""
     text = decode_key(key, store=_STORE)
@@ -208,6 +243,8 @@ class _Malformed(Exception):
 def _decode(key: str, document: dict[str, Any] | None) -> ConfigRecord | None:
     if key == _SESSION_KEY:
         return SessionKeyRecord(None if document is None else _session_key(document))
+    if key.startswith(_RESTART):
+        return RestartRecord(key[len(_RESTART) :], _restart(document))
     if key.startswith(_TASKS_COUNT):
         return TaskCountRecord(key[len(_TASKS_COUNT) :], _tasks(document))
     if key.startswith(_TARGET_STATE):
@@ -256,6 +293,17 @@ def _target_state(document: dict[str, Any] | None) -> TargetState | None:
         raise _Malformed("state must be STARTED, PAUSED or STOPPED") from None
 
 
+def _restart(document: dict[str, Any] | None) -> RestartRequest | None:
+    if document is None:
+        return None
+    include, only, task = (document.get(k) for k in ("include_tasks", "only_failed", "task"))
+    if not isinstance(include, bool) or not isinstance(only, bool):
+        raise _Malformed("include_tasks and only_failed must be true or false")
+    if task is not None and (not isinstance(task, int) or isinstance(task, bool) or task < 0):
+        raise _Malformed("task must be null or a non-negative integer")
+    return RestartRequest(include, only, task)
+
+
 def _session_key(document: dict[str, Any]) -> SessionKey:
     secret, algorithm = document.get("key"), document.get("algorithm")
     if not isinstance(secret, str) or not isinstance(algorithm, str):
@@ -299,6 +347,8 @@ class ConfigSnapshot:
     the leader must write their task configs again."""
     task_count_offsets: Mapping[str, int] = field(default_factory=_empty)
     """Offset of the connector's latest task count record."""
+    restarts: Mapping[str, tuple[int, RestartRequest]] = field(default_factory=_empty)
+    """The latest restart request of each connector, with its offset."""
 
     def tasks(self, name: str) -> tuple[Mapping[str, str], ...]:
         """The connector's current (committed) task configs, task 0 first."""
@@ -335,6 +385,7 @@ class _Connector:
     commit_offset: int | None = None
     task_count: int | None = None
     task_count_offset: int | None = None
+    restart: tuple[int, RestartRequest] | None = None
 
 
 class ConfigState:
@@ -374,6 +425,9 @@ class ConfigState:
                 self._commit(record.name, connector, record.tasks, offset)
         elif isinstance(record, TargetStateRecord):
             connector.target_state = record.state
+        elif isinstance(record, RestartRecord):
+            if record.request is not None:
+                connector.restart = (offset, record.request)
         else:
             connector.task_count = record.tasks
             connector.task_count_offset = None if record.tasks is None else offset
@@ -417,6 +471,9 @@ class ConfigState:
             task_count_offsets=MappingProxyType(
                 {n: c.task_count_offset for n, c in live.items() if c.task_count_offset is not None}
             ),
+            restarts=MappingProxyType(
+                {n: c.restart for n, c in live.items() if c.restart is not None}
+            ),
         )
 
 
@@ -451,7 +508,7 @@ class ConfigLog(TopicStore[ConfigState]):
             client_id=f"eos-config-{group_id}",
             state_factory=ConfigState,
         )
-        self.transactional_id = f"eos-cluster-{group_id}"
+        self.transactional_id = leader_transactional_id(group_id)
         self._write_timeout = write_timeout
         self._producer: AIOKafkaProducer | None = None
         self._fenced = False
@@ -497,6 +554,9 @@ class ConfigLog(TopicStore[ConfigState]):
 
     async def put_task_count(self, name: str, tasks: int) -> int:
         return await self._write(encode_task_count(name, tasks))
+
+    async def put_restart(self, name: str, request: RestartRequest) -> int:
+        return await self._write(encode_restart(name, request))
 
     async def put_session_key(self, session_key: SessionKey) -> int:
         return await self._write(encode_session_key(session_key))

@@ -1,4 +1,5 @@
-"""Offsets topics: how far each source partition has been read (SPEC §7).
+"""Offsets topics: how far each source partition has been read (docs/exactly-once.md,
+"Resuming").
 
 The worker's global offsets topic and any connector's own offsets topic
 (``offsets.storage.topic``) share one format, the one Kafka Connect writes, so
@@ -23,19 +24,23 @@ transaction are never seen.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 import structlog
 
-from eos.api.records import SourceOffset, SourcePartition
 from eos.kafka.clients import ClientConfig
 from eos.storage._store import Record, TopicStore, encode_json
 
 log = structlog.get_logger(__name__)
 
 _STORE = "offsets"
+
+SourcePartition = Mapping[str, Any]
+SourceOffset = Mapping[str, Any]
+"""The shapes of :data:`eos.api.SourcePartition` and :data:`eos.api.SourceOffset` (storage
+does not import the connector API)."""
 
 OffsetEntry = tuple[str, dict[str, Any], dict[str, Any] | None]
 """A decoded offsets record: connector, source partition, offset (None: reset)."""
@@ -155,9 +160,16 @@ class CombinedOffsetReader:
         self._own = own
         self._global = global_
         self._refreshed = False
+        self._started = False
 
     async def refresh(self, timeout: float | None = None) -> None:
-        """Read both topics to their ends, concurrently."""
+        """Read both topics to their ends, concurrently (connecting first, the first time:
+        the connector's own topic may only be created during the task's start-up)."""
+        if not self._started:
+            await self._global.start()
+            if self._own is not None:
+                await self._own.start()
+            self._started = True
         async with anyio.create_task_group() as group:
             group.start_soon(self._global.refresh, timeout)
             if self._own is not None:

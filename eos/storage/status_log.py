@@ -12,23 +12,41 @@ Record formats (keys UTF-8 text, values JSON objects with a format version)::
     status-connector-<name>      {"v":1,"state":<state>,"trace":str|null,     status removed
                                   "worker_id":str,"generation":int}
     status-task-<name>-<n>       same as above                                status removed
+    topic-<topic>-connector-     {"v":1,"topic":{"name":<topic>,              topic forgotten
+      <name>                      "connector":<name>,"task":int,              (a reset)
+                                  "discoverTimestamp":int}}
 
 ``<state>`` is one of UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED, RESTARTING,
 DESTROYED; ``trace`` explains a FAILED state; ``generation`` is the group
 generation of the worker that wrote it. Unknown kinds, other versions and
 malformed values are ignored with a warning.
+
+**Active topics** (Kafka Connect's KIP-558, the same key and ``"topic"`` object as
+Connect's status topic): a task that writes to a topic for the first time reports
+it; ``task`` is the task that did and ``discoverTimestamp`` when (ms since the
+epoch). ``GET /connectors/<name>/topics`` lists them; a reset writes a tombstone per
+topic. As both names may contain ``-connector-``, a value's names are what count
+(its key must be the one they make); a tombstone applies to the topic record that
+had its key.
+
+**Ownership**: a worker that lost its place in the group (paused, cut off) may
+still report on work that has moved on. A reader therefore keeps, per key, the
+status of the highest group generation: a record from another worker with a
+lower generation than the one it has is ignored, so a stale owner never
+overwrites a newer state. (A record from the same worker always applies: a
+worker's own reports are in order.)
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import structlog
 from aiokafka import AIOKafkaProducer
 
 from eos.kafka.clients import ClientConfig, make_producer
+from eos.state import State
 from eos.storage._store import (
     Record,
     TopicStore,
@@ -43,23 +61,15 @@ log = structlog.get_logger(__name__)
 _STORE = "status"
 _CONNECTOR = "status-connector-"
 _TASK = "status-task-"
-
-
-class StatusState(enum.Enum):
-    UNASSIGNED = "UNASSIGNED"
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-    FAILED = "FAILED"
-    RESTARTING = "RESTARTING"
-    DESTROYED = "DESTROYED"
+_TOPIC = "topic-"
+_TOPIC_CONNECTOR = "-connector-"
 
 
 @dataclass(frozen=True)
 class Status:
     """A reported state, who reported it, and in which group generation."""
 
-    state: StatusState
+    state: State
     trace: str | None
     worker_id: str
     generation: int
@@ -73,6 +83,25 @@ class StatusRecord:
     name: str
     task: int | None
     status: Status | None
+
+
+@dataclass(frozen=True)
+class ActiveTopic:
+    """A topic a connector's task wrote to (KIP-558), and when that was first reported."""
+
+    topic: str
+    connector: str
+    task: int
+    discovered_ms: int
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    """A decoded active-topic record: ``active`` is None for a tombstone (whose key
+    alone cannot always be split into topic and connector)."""
+
+    key: str
+    active: ActiveTopic | None
 
 
 def connector_status_key(name: str) -> bytes:
@@ -95,11 +124,33 @@ def encode_status(status: Status) -> bytes:
     )
 
 
-def decode_status_record(key: bytes | None, value: bytes | None) -> StatusRecord | None:
+def topic_key(topic: str, connector: str) -> bytes:
+    return f"{_TOPIC}{topic}{_TOPIC_CONNECTOR}{connector}".encode()
+
+
+def encode_topic(active: ActiveTopic) -> bytes:
+    return encode_json(
+        {
+            "v": 1,
+            "topic": {
+                "name": active.topic,
+                "connector": active.connector,
+                "task": active.task,
+                "discoverTimestamp": active.discovered_ms,
+            },
+        }
+    )
+
+
+def decode_status_record(
+    key: bytes | None, value: bytes | None
+) -> StatusRecord | TopicRecord | None:
     """The record, or None (with a warning) for anything this worker cannot read."""
     text = decode_key(key, store=_STORE)
     if text is None:
         return None
+    if text.startswith(_TOPIC):
+        return _topic_record(text, value)
     if text.startswith(_CONNECTOR):
         name, task = text[len(_CONNECTOR) :], None
     elif text.startswith(_TASK):
@@ -123,7 +174,7 @@ def decode_status_record(key: bytes | None, value: bytes | None) -> StatusRecord
 def _status(key: str, document: dict[str, Any]) -> Status | None:
     trace, worker, generation = (document.get(k) for k in ("trace", "worker_id", "generation"))
     try:
-        state = StatusState(document.get("state"))
+        state = State(document.get("state"))
     except ValueError:
         malformed(_STORE, key, "unknown state")
         return None
@@ -138,21 +189,55 @@ def _status(key: str, document: dict[str, Any]) -> Status | None:
     return Status(state, trace, worker, generation)
 
 
+def _topic_record(key: str, value: bytes | None) -> TopicRecord | None:
+    if value is None:
+        return TopicRecord(key, None)
+    document = decode_versioned(value, store=_STORE, key=key)
+    if document is None:
+        return None
+    fields = document.get("topic")
+    fields = fields if isinstance(fields, dict) else {}
+    topic, connector = fields.get("name"), fields.get("connector")
+    task, discovered = fields.get("task"), fields.get("discoverTimestamp")
+    if not (isinstance(topic, str) and isinstance(connector, str)) or not (
+        _is_int(task) and _is_int(discovered)
+    ):
+        why = "needs topic.name and topic.connector (text), topic.task and discoverTimestamp (int)"
+        malformed(_STORE, key, why)
+        return None
+    if topic_key(topic, connector).decode() != key:
+        malformed(_STORE, key, "the key is not topic-<topic.name>-connector-<topic.connector>")
+        return None
+    return TopicRecord(key, ActiveTopic(topic, connector, task, discovered))
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class StatusTable:
-    """The latest status per connector and per task; tombstones delete."""
+    """The latest status per connector and per task, and each connector's active
+    topics; tombstones delete."""
 
     def __init__(self) -> None:
         self.connectors: dict[str, Status] = {}
         self.tasks: dict[str, dict[int, Status]] = {}
+        self.topics: dict[str, dict[str, ActiveTopic]] = {}
+        """connector → topic → when and by which task it was first reported."""
+        self._topic_keys: dict[str, tuple[str, str]] = {}
+        """Key of each active-topic record → (connector, topic), for tombstones."""
 
     def apply(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         record = decode_status_record(key, value)
         if record is None:
             return
+        if isinstance(record, TopicRecord):
+            self._apply_topic(record)
+            return
         if record.task is None:
             if record.status is None:
                 self.connectors.pop(record.name, None)
-            else:
+            elif _newer(record.status, self.connectors.get(record.name)):
                 self.connectors[record.name] = record.status
             return
         tasks = self.tasks.setdefault(record.name, {})
@@ -160,8 +245,31 @@ class StatusTable:
             tasks.pop(record.task, None)
             if not tasks:
                 del self.tasks[record.name]
-        else:
+        elif _newer(record.status, tasks.get(record.task)):
             tasks[record.task] = record.status
+
+    def _apply_topic(self, record: TopicRecord) -> None:
+        active = record.active
+        if active is not None:
+            self.topics.setdefault(active.connector, {})[active.topic] = active
+            self._topic_keys[record.key] = (active.connector, active.topic)
+            return
+        known = self._topic_keys.pop(record.key, None)
+        if known is not None:
+            connector, topic = known
+            topics = self.topics[connector]
+            del topics[topic]
+            if not topics:
+                del self.topics[connector]
+
+
+def _newer(status: Status, current: Status | None) -> bool:
+    """Whether ``status`` replaces ``current`` (see "Ownership" above)."""
+    return (
+        current is None
+        or status.worker_id == current.worker_id
+        or status.generation >= current.generation
+    )
 
 
 class StatusLog(TopicStore[StatusTable]):
@@ -204,7 +312,7 @@ class StatusLog(TopicStore[StatusTable]):
         await self._refresh_state(timeout)
 
     async def put_connector(
-        self, name: str, state: StatusState, trace: str | None = None, generation: int = 0
+        self, name: str, state: State, trace: str | None = None, generation: int = 0
     ) -> None:
         status = Status(state, trace, self.worker_id, generation)
         await self._send((connector_status_key(name), encode_status(status)))
@@ -213,7 +321,7 @@ class StatusLog(TopicStore[StatusTable]):
         self,
         name: str,
         task_id: int,
-        state: StatusState,
+        state: State,
         trace: str | None = None,
         generation: int = 0,
     ) -> None:
@@ -225,6 +333,25 @@ class StatusLog(TopicStore[StatusTable]):
         for task in sorted(self._state.tasks.get(name, {})):
             await self._send((task_status_key(name, task), None))
         await self._send((connector_status_key(name), None))
+
+    async def put_topic(self, active: ActiveTopic) -> None:
+        """Report that ``active.connector`` writes to ``active.topic``."""
+        await self._send((topic_key(active.topic, active.connector), encode_topic(active)))
+
+    async def remove_topics(self, name: str) -> list[str]:
+        """Tombstones for every active topic of the connector known now (refresh first);
+        the topics they removed."""
+        topics = sorted(self._state.topics.get(name, {}))
+        for topic in topics:
+            await self._send((topic_key(topic, name), None))
+        return topics
+
+    def active_topics(self, name: str) -> dict[str, ActiveTopic]:
+        """The connector's active topics as of the last refresh."""
+        return dict(self._state.topics.get(name, {}))
+
+    def has_topic(self, name: str, topic: str) -> bool:
+        return topic in self._state.topics.get(name, ())
 
     def connector_status(self, name: str) -> Status | None:
         return self._state.connectors.get(name)

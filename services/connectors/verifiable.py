@@ -25,7 +25,7 @@ emit belongs to another transaction, or after which no record is left
 (``records.per.partition`` reached) — with ``abort_transaction(record)`` when
 ``A > 0`` and ``(t + 1) % A == 0`` (the A-th, 2A-th, … transactions), and
 ``commit_transaction(record)`` otherwise. :func:`aborted_records` lists the records
-this makes invisible. As the SPEC says, an abort still commits the source offsets,
+this makes invisible. As docs/exactly-once.md says, an abort still commits the source offsets,
 so a restarted task continues after aborted records; a transaction interrupted by a
 crash commits nothing, so the task redoes it from the previous boundary with the
 same ``k`` and the same fate. (This relies on the framework never committing an

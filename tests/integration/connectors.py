@@ -361,3 +361,49 @@ class BlockCommitSource(BlockSource):
 class BlockCommitTask(BlockTask):
     async def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         BLOCK_COMMITS.setdefault(self.topic, []).append((record, metadata))
+
+
+class FlakySource(SourceConnector):
+    """``tasks.max`` tasks; task *i* fails at start while the file ``<fail.dir>/fail-<i>``
+    exists, and otherwise writes one record a second to ``topic``."""
+
+    async def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.config, "task": str(i)} for i in range(max_tasks)]
+
+    def task_class(self) -> type[SourceTask]:
+        return FlakyTask
+
+
+class FlakyTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        from pathlib import Path
+
+        self.task = config["task"]
+        if (Path(config["fail.dir"]) / f"fail-{self.task}").exists():
+            raise RuntimeError(f"task {self.task} told to fail")
+        self.topic = config["topic"]
+        offset = await context.offset_reader.offset({"task": self.task})
+        self.n = int(offset["n"]) if offset else 0
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        await anyio.sleep(0.2)
+        self.n += 1
+        return [SourceRecord({"task": self.task}, {"n": self.n}, self.topic, {"n": self.n})]
+
+    async def stop(self) -> None:
+        pass
+
+
+class RefusingSource(OneTaskSource):
+    """Refuses every change of its offsets from outside."""
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[str, dict[str, Any] | None]
+    ) -> None:
+        raise ValueError("offsets are managed elsewhere")
+
+    def task_class(self) -> type[SourceTask]:
+        return FlakyTask

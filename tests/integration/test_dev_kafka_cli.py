@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from services.dev_kafka import MARKER, STATE_FILE, DevKafka
+
 pytestmark = pytest.mark.integration
 
 
@@ -50,3 +52,43 @@ def test_status_without_cluster(tmp_path: Path) -> None:
     status = eos("dev-kafka", "status", "--data-dir", str(tmp_path))
     assert status.returncode == 3
     assert "no dev-kafka cluster" in status.stdout
+
+
+def test_start_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    """A user's directory is never emptied: dev-kafka refuses it and touches nothing."""
+    data = tmp_path / "my-project"
+    (data / "src").mkdir(parents=True)
+    (data / "notes.txt").write_text("precious")
+    (data / "src" / "main.py").write_text("print('hi')")
+    refused = eos("dev-kafka", "start", "--port", "0", "--data-dir", str(data))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "is not empty and is not a dev-kafka data directory" in refused.stderr
+    assert str(data) in refused.stderr
+    assert sorted(p.name for p in data.rglob("*")) == ["main.py", "notes.txt", "src"]
+    assert (data / "notes.txt").read_text() == "precious"
+
+
+def test_a_new_layout_removes_only_what_dev_kafka_made(tmp_path: Path) -> None:
+    """In its own (marked) directory a new layout replaces the state file and the broker
+    directories, and leaves anything else there alone."""
+    data = tmp_path / "dk"
+    kafka = DevKafka(data)
+    kafka._layout(2, 0)
+    assert (data / MARKER).exists()
+    (data / "broker-1" / "data").mkdir(parents=True)
+    (data / "broker-2").mkdir()
+    (data / STATE_FILE).write_text("{}")
+    (data / "mine.txt").write_text("keep me")
+    state = kafka._layout(1, 0)
+    assert [n.directory for n in state.nodes] == [str(data / "broker-1")]
+    assert sorted(p.name for p in data.iterdir()) == [MARKER, "mine.txt"]
+    assert (data / "mine.txt").read_text() == "keep me"
+
+
+def test_an_older_dev_kafka_directory_is_still_its_own(tmp_path: Path) -> None:
+    data = tmp_path / "dk"
+    (data / "broker-1").mkdir(parents=True)
+    (data / STATE_FILE).write_text("{}")
+    DevKafka(data)._layout(1, 0)
+    assert (data / MARKER).exists()
+    assert not (data / "broker-1").exists()

@@ -15,7 +15,13 @@ import pytest
 import yaml
 
 from metrics import PrometheusObserver
-from tests.metrics_demo import DASHBOARDS, ScriptedWorkload, dashboard_queries, substitute
+from tests.metrics_demo import (
+    CLUSTER_STORY,
+    DASHBOARDS,
+    ScriptedWorkload,
+    dashboard_queries,
+    substitute,
+)
 from tests.prometheus_server import ALERT_RULES, PrometheusServer, serving, start_prometheus
 
 pytestmark = pytest.mark.integration
@@ -36,6 +42,7 @@ ALERTS = [
 class Scraped:
     prom: PrometheusServer
     workload: ScriptedWorkload
+    target: str
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +53,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         portal.start_task_soon(workload.run)
         prom = start_prometheus([target], tmp_path_factory.mktemp("prometheus"))
         try:
-            yield Scraped(prom, workload)
+            yield Scraped(prom, workload, target)
         finally:
             prom.stop()
 
@@ -60,6 +67,43 @@ async def test_dashboard_query_returns_data(scraped: Scraped, expr: str) -> None
     query = substitute(expr)
     assert "$" not in query, f"unsubstituted variable in {query}"
     await scraped.prom.wait_for(query, timeout=30, predicate=has_finite_value)
+
+
+def panel_exprs(title: str) -> list[str]:
+    found = [e for t, _, e in dashboard_queries(DASHBOARDS / "eos-overview.json") if t == title]
+    assert found, title
+    return found
+
+
+async def test_cluster_row_shows_what_the_worker_reported(scraped: Scraped) -> None:
+    """The leader is named by instance; rebalances of every cause of the scripted
+    story reach Prometheus, each protocol has a series (eager at 0); the members
+    and the assignment are values the story reported."""
+    (leader,) = panel_exprs("Leader")
+    result = await scraped.prom.wait_for(substitute(leader), timeout=40)
+    assert [s["metric"]["instance"] for s in result] == [scraped.target]
+
+    def every_cause(result: list[dict[str, Any]]) -> bool:
+        return {s["metric"]["cause"] for s in result if float(s["value"][1]) > 0} == {
+            "start", "requested", "rebalance", "lost"
+        }  # fmt: skip
+
+    await scraped.prom.wait_for(
+        "sum by (cause) (eos_worker_rebalances_total)", timeout=40, predicate=every_cause
+    )
+    (by_protocol,) = panel_exprs("Rebalances (1h)")
+    result = await scraped.prom.query(substitute(by_protocol))
+    counted = {s["metric"]["protocol"]: float(s["value"][1]) for s in result}
+    assert set(counted) == {"eager", "cooperative"}
+    assert counted["eager"] == 0
+    assert counted["cooperative"] > 0
+
+    story: list[dict[str, object]] = [{"members": 1, "tasks": 4}, *CLUSTER_STORY]
+    for title, field in (("Members", "members"), ("Tasks per worker", "tasks")):
+        (expr,) = panel_exprs(title)
+        values = {float(s["value"][1]) for s in await scraped.prom.query(substitute(expr))}
+        assert len(values) == 1
+        assert values <= {float(str(d[field])) for d in story}, title
 
 
 @pytest.mark.parametrize(

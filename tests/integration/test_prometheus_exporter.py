@@ -1,5 +1,5 @@
-"""serve_metrics over real sockets: both exposition formats, errors, and a malformed
-request that must not stop the listener."""
+"""The separate metrics listener (uvicorn) over real sockets: both exposition formats,
+errors in the JSON-free plain shape, and a malformed request that must not stop it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics import parser as openmetrics_parser
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from metrics import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, PrometheusObserver, serve_metrics
+from metrics import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, PrometheusObserver
+from services.http import serve_metrics
 
 parse_om: Callable[[str], Iterator[Metric]] = openmetrics_parser.text_string_to_metric_families
 pytestmark = pytest.mark.integration

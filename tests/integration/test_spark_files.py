@@ -18,8 +18,9 @@ from anyio.abc import TaskGroup
 
 from eos.api import SourceTaskContext
 from eos.kafka import ClientConfig
-from services.connectors.spark import SparkSourceTask, generate_sample_dataset
+from services.connectors.spark import generate_sample_dataset
 from services.connectors.spark.files_mode import owner_of
+from services.connectors.spark.task import SparkSourceTask
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import (
     LocalResources,

@@ -5,7 +5,7 @@
   test process (:func:`spark_resources`).
 - :class:`KafkaOffsets`: an offset reader over an offsets topic (read_committed),
   in the runtime's format: key ``[connector, partition]``, value the offset.
-- :func:`run_task`: the exactly-once loop of SPEC §6 in miniature: each non-empty
+- :func:`run_task`: the exactly-once loop of docs/exactly-once.md in miniature: each non-empty
   poll is one transaction holding the records and the latest offset of each source
   partition; ``crash_after`` stops in the middle of a transaction without
   committing, as a SIGKILL would.
@@ -27,7 +27,7 @@ from eos.api import RecordBlock, SourcePartition, SourceRecord, SourceTaskContex
 from eos.kafka import ClientConfig, make_producer, read_to_end
 from eos.runtime.resources import SharedResources
 from eos.runtime.sending import expand_blocks
-from services.connectors.spark import SparkSourceTask
+from services.connectors.spark.task import SparkSourceTask
 
 T = TypeVar("T")
 pytestmark = pytest.mark.integration

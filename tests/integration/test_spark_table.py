@@ -12,7 +12,7 @@ import pytest
 
 from eos.api import SourceTaskContext
 from eos.kafka import ClientConfig
-from services.connectors.spark import SparkSourceTask
+from services.connectors.spark.task import SparkSourceTask
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import (
     MemoryOffsets,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eos.kafka import ClientConfig
-from eos.storage import Status, StatusLog, StatusState
+from eos.state import State
+from eos.storage import Status, StatusLog
 from tests.conftest import TopicFactory
 
 pytestmark = pytest.mark.integration
@@ -17,23 +18,23 @@ async def test_status_round_trip(client_config: ClientConfig, topic_factory: Top
         StatusLog(client_config, topic, "worker-a", read_timeout=30) as a,
         StatusLog(client_config, topic, "worker-b", read_timeout=30) as b,
     ):
-        await a.put_connector("c", StatusState.RUNNING, generation=3)
-        await a.put_task("c", 0, StatusState.RUNNING, generation=3)
-        await b.put_task("c", 1, StatusState.FAILED, trace="boom\nat line 1", generation=3)
-        await b.put_connector("other", StatusState.PAUSED)
+        await a.put_connector("c", State.RUNNING, generation=3)
+        await a.put_task("c", 0, State.RUNNING, generation=3)
+        await b.put_task("c", 1, State.FAILED, trace="boom\nat line 1", generation=3)
+        await b.put_connector("other", State.PAUSED)
         assert a.connector_status("c") is None  # visible after a refresh only
 
         await a.refresh()
-        assert a.connector_status("c") == Status(StatusState.RUNNING, None, "worker-a", 3)
+        assert a.connector_status("c") == Status(State.RUNNING, None, "worker-a", 3)
         assert a.task_statuses("c") == {
-            0: Status(StatusState.RUNNING, None, "worker-a", 3),
-            1: Status(StatusState.FAILED, "boom\nat line 1", "worker-b", 3),
+            0: Status(State.RUNNING, None, "worker-a", 3),
+            1: Status(State.FAILED, "boom\nat line 1", "worker-b", 3),
         }
-        assert a.connector_status("other") == Status(StatusState.PAUSED, None, "worker-b", 0)
+        assert a.connector_status("other") == Status(State.PAUSED, None, "worker-b", 0)
 
-        await b.put_task("c", 1, StatusState.RESTARTING, generation=4)
+        await b.put_task("c", 1, State.RESTARTING, generation=4)
         await a.refresh()
-        assert a.task_statuses("c")[1].state is StatusState.RESTARTING
+        assert a.task_statuses("c")[1].state is State.RESTARTING
 
         await a.remove("c")
         await a.refresh()

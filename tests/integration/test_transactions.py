@@ -1,4 +1,5 @@
-"""The broker behaviour the design relies on (SPEC §17), against real Kafka."""
+"""The broker behaviour the design relies on (transactions, fencing by transactional id,
+read_committed reads; KIP-98), against real Kafka."""
 
 from __future__ import annotations
 

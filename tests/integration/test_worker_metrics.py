@@ -8,11 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from eos.kafka import ClientConfig, read_to_end
 from eos.storage.offset_log import decode_offset_record
+from metrics import TEXT_CONTENT_TYPE
+from services.dev_kafka import free_ports
 from services.verify import verify
 from tests.integration.worker_harness import running_worker, worker_props
 from tests.prometheus_server import PrometheusFactory, prometheus_factory
@@ -102,3 +105,24 @@ async def test_failed_task_stays_visible_as_failed(
         if s.labels.get("connector") == "bad" and s.labels.get("state") == "FAILED"
     ]
     assert [s.value for s in failed] == [1.0]
+
+
+async def test_metrics_listeners_serves_metrics_on_its_own_port(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    (port,) = free_ports(1)
+    props = worker_props(bootstrap, unique_name("g"), metrics_listeners=f"http://127.0.0.1:{port}")
+    async with (
+        running_worker(props) as w,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as scraper,
+    ):
+        separate = await scraper.get("/metrics")
+        other = await scraper.get("/connectors")  # the REST API is not on this port
+        rest = await w.http.get("/metrics")
+    assert separate.status_code == 200
+    assert separate.headers["content-type"] == TEXT_CONTENT_TYPE
+    assert "eos_worker_generation" in {
+        f.name for f in text_string_to_metric_families(separate.text)
+    }
+    assert other.status_code == 404
+    assert rest.status_code == 200

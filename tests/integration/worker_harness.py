@@ -20,7 +20,7 @@ import httpx
 from eos.config.worker import WorkerConfig
 from eos.runtime.worker import Worker
 from services.dev_kafka import free_ports
-from services.worker_service import run_worker
+from services.worker_service import run_worker, worker_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,7 +85,7 @@ class RunningWorker:
 async def running_worker(
     props: Mapping[str, str], connectors: Sequence[Mapping[str, str]] = ()
 ) -> AsyncIterator[RunningWorker]:
-    settings = WorkerConfig.from_properties(props)
+    settings = worker_settings(props)
     async with anyio.create_task_group() as tg:
         worker: Worker = await tg.start(run_worker, settings, connectors)
         async with httpx.AsyncClient(base_url=settings.rest_url, timeout=60) as http:
@@ -117,6 +117,10 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = directory / "worker.log"
         self.starts = 0
+        self.paused = False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
         self.starts += 1
@@ -148,6 +152,7 @@ class WorkerProcess:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.paused = sig == signal.SIGSTOP
             self.proc.send_signal(sig)
             if sig in (signal.SIGKILL, signal.SIGTERM):
                 self.proc.wait(timeout=60)
@@ -157,6 +162,7 @@ class WorkerProcess:
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
+            self.paused = False
             self.proc.terminate()
             try:
                 return self.proc.wait(timeout=60)
@@ -169,3 +175,134 @@ class WorkerProcess:
         if not self.log.exists():
             return ""
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def cluster_worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
+    """Worker settings for a cluster test: short session and heartbeat so that
+    failures are noticed within seconds."""
+    settings = {
+        "session_timeout_ms": "6000",
+        "heartbeat_interval_ms": "500",
+        "rebalance_timeout_ms": "20000",
+        "task_shutdown_graceful_timeout_ms": "3000",
+        "status_storage_partitions": "3",
+        **extra,
+    }
+    return worker_props(bootstrap, group, **settings)
+
+
+class Cluster:
+    """Several ``eos worker`` processes of one group, driven over REST as a user would."""
+
+    def __init__(
+        self,
+        directory: Path,
+        bootstrap: str,
+        group: str,
+        workers: int = 3,
+        *,
+        each: Sequence[Mapping[str, str]] = (),
+        **extra: str,
+    ) -> None:
+        """``extra``: settings of every worker (``some_setting=1`` is ``some.setting=1``);
+        ``each``: more settings per worker, by position."""
+        self.directory, self.bootstrap, self.group, self.extra = directory, bootstrap, group, extra
+        self.workers: list[WorkerProcess] = []
+        for i in range(workers):
+            self.add(each[i] if i < len(each) else {})
+
+    def add(self, settings: Mapping[str, str]) -> WorkerProcess:
+        """Another worker of the group (not started)."""
+        home = self.directory / f"worker-{len(self.workers)}"
+        home.mkdir(parents=True, exist_ok=True)
+        props = {**cluster_worker_props(self.bootstrap, self.group, **self.extra), **settings}
+        worker = WorkerProcess(home, props, [])
+        self.workers.append(worker)
+        return worker
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+    def live(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.alive() and not w.paused]
+
+    def worker_id(self, worker: WorkerProcess) -> str:
+        return worker.rest_url.removeprefix("http://")
+
+    def by_id(self, worker_id: str) -> WorkerProcess:
+        return next(w for w in self.workers if self.worker_id(w) == worker_id)
+
+    def get(self, path: str) -> Any:
+        """GET from the first live worker that answers."""
+        for worker in self.live():
+            try:
+                response = httpx.get(f"{worker.rest_url}{path}", timeout=10)
+            except httpx.HTTPError:
+                continue
+            if response.status_code == 200:
+                return response.json()
+        return None
+
+    def leader(self, timeout: float = 60) -> WorkerProcess:
+        """The live worker that says it leads, once every live worker agrees."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            views = []
+            for worker in self.live():
+                try:
+                    views.append(httpx.get(f"{worker.rest_url}/", timeout=5).json()["cluster"])
+                except (httpx.HTTPError, ValueError, KeyError):
+                    views.append(None)
+            urls = {v["leader_url"] for v in views if v}
+            if views and None not in views and len(urls) == 1 and None not in urls:
+                (url,) = urls
+                return next(w for w in self.workers if w.rest_url == url)
+            time.sleep(0.2)
+        raise AssertionError(f"no leader agreed on within {timeout}s\n{self.tails()}")
+
+    def put_connector(self, config: Mapping[str, str], timeout: float = 60) -> None:
+        """Create or update through the leader, retrying while the group settles."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            leader = self.leader()
+            try:
+                response = httpx.put(
+                    f"{leader.rest_url}/connectors/{config['name']}/config",
+                    json=dict(config),
+                    timeout=30,
+                )
+                if response.status_code in (200, 201):
+                    return
+                last = response.text
+            except httpx.HTTPError as exc:
+                last = repr(exc)
+            time.sleep(0.3)
+        raise AssertionError(f"connector not applied: {last}\n{self.tails()}")
+
+    def placement(self, name: str, tasks: int, timeout: float = 90) -> dict[int, str]:
+        """Task id → worker id, once all ``tasks`` tasks are RUNNING on live workers."""
+        deadline = time.monotonic() + timeout
+        body: Any = None
+        while time.monotonic() < deadline:
+            body = self.get(f"/connectors/{name}/status")
+            live = {self.worker_id(w) for w in self.live()}
+            if body is not None:
+                states = {t["id"]: (t["state"], t["worker_id"]) for t in body["tasks"]}
+                if len(states) == tasks and all(
+                    s == "RUNNING" and w in live for s, w in states.values()
+                ):
+                    return {t: w for t, (_, w) in states.items()}
+            time.sleep(0.2)
+        raise AssertionError(
+            f"{tasks} tasks of {name} not RUNNING on live workers within {timeout}s: "
+            f"{body}\n{self.tails()}"
+        )
+
+    def tails(self, lines: int = 25) -> str:
+        return "\n".join(f"--- {w.rest_url} ---\n{w.tail(lines)}" for w in self.workers)

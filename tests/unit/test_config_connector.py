@@ -1,5 +1,5 @@
 """Connector settings: parsing, overrides, the interval-boundary rule and the
-pre-flight checks of SPEC §12, with tiny fake connectors."""
+pre-flight checks (docs/configuration.md), with tiny fake connectors."""
 
 from __future__ import annotations
 
@@ -19,15 +19,13 @@ from eos.api import (
     SourceTaskContext,
     Type,
 )
-from eos.config import (
-    CONNECTOR_CONFIG,
-    ConnectorConfig,
-    WorkerConfig,
+from eos.config import CONNECTOR_CONFIG, ConnectorConfig, WorkerConfig
+from eos.errors import ConfigError
+from eos.runtime.validation import (
     check_connector,
     unknown_connector_settings,
     validate_connector,
 )
-from eos.errors import ConfigError
 
 WORKER = {
     "group.id": "workers",
@@ -239,7 +237,7 @@ def test_unknown_settings_against_framework_and_connector_keys() -> None:
     settings = props(tabel="typo", **{"producer.override.acks": "all", "transforms": "x"})
     assert unknown_connector_settings(settings, Fake()) == ["tabel", "transforms"]
     with capture_logs() as logs:
-        ConnectorConfig.from_properties(settings, worker(), Fake())
+        ConnectorConfig.from_properties(settings, worker(), Fake().config_def())
     assert [e["setting"] for e in logs if e["event"] == "unknown connector setting"] == [
         "tabel",
         "transforms",
@@ -390,7 +388,7 @@ def test_interval_setting_only_applies_with_interval_boundary(boundary: str) -> 
     ]
 
 
-# ------------------------------------------------------------------ pre-flight checks (§12)
+# ------------------------------------------------------------------ pre-flight checks
 
 REQUIRED = props(**{"exactly.once.support": "required"})
 NOT_ENABLED = (

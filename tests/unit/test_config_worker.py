@@ -45,7 +45,7 @@ def test_defaults() -> None:
     assert config.graceful_shutdown_ms == 5000
     assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (10000, 3000)
     assert config.rebalance_timeout_ms == 60000
-    assert config.rebalance_protocol == "cooperative"
+    assert config.rebalance_protocol == "sessioned"
     assert config.worker_sync_timeout_ms == 30000
     assert config.listeners == ["http://127.0.0.1:8083"]
     assert (config.advertised_host, config.advertised_port) == (None, None)
@@ -112,10 +112,19 @@ def test_required_settings(missing: str) -> None:
         ("session.timeout.ms", "1.5"),
         ("heartbeat.interval.ms", "0"),
         ("rebalance.timeout.ms", "0"),
-        ("connect.protocol", "sessioned"),
+        ("connect.protocol", "incremental"),
+        ("scheduled.rebalance.max.delay.ms", "-1"),
+        ("assignor", ""),
+        ("worker.priority", "high"),
+        ("worker.priority", "1.5"),
+        ("failover.settle.ms", "-5"),
+        ("inter.worker.key.ttl.ms", "10"),
+        ("inter.worker.signature.algorithm", "HmacMD5"),
+        ("inter.worker.signature.algorithm", "hmacsha256"),
+        ("inter.worker.signature.window.ms", "0"),
         ("worker.sync.timeout.ms", "0"),
         ("listeners", ""),
-        ("listeners", "https://h:8083"),
+        ("listeners", "ftp://h:8083"),
         ("listeners", "http://h"),
         ("listeners", "h:8083"),
         ("listeners", "http://h:8083,http://h:99999"),
@@ -154,8 +163,9 @@ def test_heartbeat_below_session_timeout() -> None:
 
 def test_unknown_settings_are_logged_known_prefixes_are_not() -> None:
     with capture_logs() as logs:
-        worker(
-            **{
+        WorkerConfig.from_properties(
+            {
+                **BASE,
                 "linger.ms": "5",  # producer setting without its prefix: unknown
                 "bogus.setting": "x",
                 "producer.linger.ms": "5",
@@ -171,11 +181,19 @@ def test_unknown_settings_are_logged_known_prefixes_are_not() -> None:
                 "ssl.truststore.location": "/ca.pem",
                 "request.timeout.ms": "1000",
                 "client.id": "w1",
-            }
+            },
+            reserved=("spark.", "metrics."),  # what a plugin and a service declared
         )
     unknown = [e["setting"] for e in logs if e["event"] == "unknown worker setting, ignored"]
     assert unknown == ["bogus.setting", "linger.ms"]
     assert all(e["log_level"] == "warning" for e in logs)
+
+
+def test_settings_nobody_reserved_are_unknown() -> None:
+    with capture_logs() as logs:
+        worker(**{"spark.master": "local[2]", "metrics.listeners": "http://127.0.0.1:9100"})
+    unknown = [e["setting"] for e in logs if e["event"] == "unknown worker setting, ignored"]
+    assert unknown == ["metrics.listeners", "spark.master"]
 
 
 @pytest.mark.parametrize("key", ["producer.transactional.id", "consumer.isolation.level"])
@@ -286,14 +304,11 @@ def test_package_exports() -> None:
         "WORKER_CONFIG",
         "WORKER_PREFIXES",
         "WorkerConfig",
-        "check_connector",
         "docs_table",
         "load_config_file",
         "load_json",
         "load_properties",
         "load_yaml",
-        "unknown_connector_settings",
-        "validate_connector",
     }
     public = {name for name in vars(eos.config) if not name.startswith("_")}
-    assert public - {"connector", "definition", "files", "worker"} == expected
+    assert public - {"connector", "definition", "files", "rest_security", "worker"} == expected

@@ -1,6 +1,10 @@
-"""The layering of DESIGN §2, enforced: services → eos, metrics; metrics → eos.api and
-the runtime's observer port at most; eos imports neither services, metrics nor pyspark;
-bundled connectors import only eos.api from eos."""
+"""The layering of the code, enforced: services → eos, metrics; metrics → eos.api, the
+runtime's observer port and the state enum at most; eos imports neither services, metrics
+nor pyspark; bundled connectors import only eos.api from eos. Inside eos: the connector
+API, the settings and the Kafka layer never reach up into storage or the runtime, storage
+never reaches into the runtime or the connector API, and the settings never import the
+connector API (validation against a plugin is the runtime's job). Imports under
+``if TYPE_CHECKING:`` count too."""
 
 from __future__ import annotations
 
@@ -43,8 +47,12 @@ def _allowed(name: str, allowed: str) -> bool:
     ("folder", "allowed"),
     [
         ("eos", "eos"),
-        ("metrics", "metrics eos.api eos.runtime.observer"),
+        ("metrics", "metrics eos.api eos.runtime.observer eos.state"),
         ("services/connectors", "eos.api services.connectors pyspark"),
+        ("eos/api", "eos.api eos.errors eos.state eos.config.definition"),
+        ("eos/config", "eos.config eos.errors eos.kafka"),
+        ("eos/kafka", "eos.kafka eos.errors eos.config"),
+        ("eos/storage", "eos.storage eos.kafka eos.errors eos.state eos.config"),
     ],
 )
 def test_layers(folder: str, allowed: str) -> None:

@@ -101,6 +101,42 @@ def test_overview_covers_the_issue() -> None:
         assert needle in text, needle
 
 
+def test_overview_has_a_cluster_row() -> None:
+    """Issue 10: members, leader, generation, rebalances by cause, time in rebalance,
+    assignment per worker (stacked by instance), revocations, scheduled delays."""
+    panels = load(GRAFANA / "dashboards" / "eos-overview.json")["panels"]
+    rows = [i for i, p in enumerate(panels) if p["type"] == "row"]
+    start = next(i for i in rows if panels[i]["title"] == "Cluster")
+    end = next((i for i in rows if i > start), len(panels))
+    row = {p["title"]: p for p in panels[start + 1 : end]}
+    text = "\n".join(t["expr"] for p in row.values() for t in p["targets"])
+    for needle in (
+        "eos_worker_group_members",
+        "(eos_worker_leader == 1)",
+        "eos_worker_generation",
+        "sum by (cause) (rate(eos_worker_rebalances_total",
+        "histogram_quantile(0.5, sum by (le) (rate(eos_worker_rebalance_duration_seconds_bucket",
+        "histogram_quantile(0.99, sum by (le) (rate(eos_worker_rebalance_duration_seconds_bucket",
+        "eos_worker_leader_changes_total",
+        "sum by (instance) (eos_worker_assigned_tasks)",
+        "sum by (instance) (eos_worker_assigned_connectors)",
+        "eos_worker_revoked_tasks_total",
+        "eos_worker_revoked_connectors_total",
+        "eos_worker_scheduled_rebalance_delay_seconds",
+        "eos_worker_scheduled_rebalances_total",
+    ):
+        assert needle in text, needle
+    leader = row["Leader"]
+    assert leader["targets"][0]["legendFormat"] == "{{instance}}"
+    assert leader["options"]["textMode"] == "name"
+    for title in ("Tasks per worker", "Connectors per worker", "Rebalances / min by cause"):
+        stacking = row[title]["fieldConfig"]["defaults"]["custom"]["stacking"]
+        assert stacking["mode"] == "normal", title
+    # the rebalance panels moved here from the workers' row
+    elsewhere = [p for p in panels[:start] + panels[end:] if p["type"] != "row"]
+    assert not any("eos_worker_rebalance" in e for p in elsewhere for e in exprs({"panels": [p]}))
+
+
 def test_drilldown_has_connector_and_task_variables() -> None:
     dashboard = load(GRAFANA / "dashboards" / "eos-connector.json")
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}

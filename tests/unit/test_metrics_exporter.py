@@ -10,6 +10,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics import parser as openmetrics_parser
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from eos.runtime.observer import rebalanced
+from eos.state import State
 from metrics import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
@@ -51,13 +53,13 @@ def test_negotiation(accept: str | None, openmetrics: bool) -> None:
 def observer() -> PrometheusObserver:
     observer = PrometheusObserver(clock=lambda: 1_700_000_000.0)  # scrape-time values fixed
     task = observer.task("orders", 0)
-    task.state_changed("RUNNING")
+    task.state_changed(State.RUNNING)
     for records in (4, 8, 3):
         task.transaction_committed(records, 0.004, 0.2)
     task.transaction_aborted(2, "error")
     task.records_written(15, 1_500)
     observer.task('we"ird\\name', 1).poll_completed(1, 0.01)  # label escaping
-    observer.rebalance_completed(2, True)
+    observer.rebalance_completed(rebalanced(2, True))
     observer.fencing_round("orders", 0.3, False)
     return observer
 

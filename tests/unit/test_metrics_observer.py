@@ -7,8 +7,11 @@ import logging
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from eos.runtime.observer import TASK_STATES, TaskObserver, WorkerObserver
+from eos.runtime.observer import TaskObserver, WorkerObserver, rebalanced
+from eos.state import TASK_STATES, State
 from metrics import PrometheusObserver
+
+STATES = [s.value for s in TASK_STATES]
 
 
 class FakeClock:
@@ -21,6 +24,11 @@ class FakeClock:
 
 def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
     return registry.get_sample_value(name, labels)
+
+
+def total(registry: CollectorRegistry, name: str) -> float:
+    """The sum of a metric's samples over all its labels."""
+    return sum(s.value for family in registry.collect() for s in family.samples if s.name == name)
 
 
 def task_labels(connector: str = "orders", task: str = "0") -> dict[str, str]:
@@ -142,18 +150,14 @@ def test_state_gauge_has_one_series_per_state(observer: PrometheusObserver) -> N
 
     def states() -> dict[str, float | None]:
         return {
-            s: value(observer.registry, "eos_task_state", **task_labels(), state=s)
-            for s in TASK_STATES
+            s: value(observer.registry, "eos_task_state", **task_labels(), state=s) for s in STATES
         }
 
-    assert states() == dict.fromkeys(TASK_STATES, 0)
-    task.state_changed("RUNNING")
-    assert states() == {s: float(s == "RUNNING") for s in TASK_STATES}
-    task.state_changed("FAILED")
-    assert states() == {s: float(s == "FAILED") for s in TASK_STATES}
-    task.state_changed("DRAINING")  # a state the port does not list yet: its own series
-    assert value(observer.registry, "eos_task_state", **task_labels(), state="DRAINING") == 1
-    assert states() == dict.fromkeys(TASK_STATES, 0)
+    assert states() == dict.fromkeys(STATES, 0)
+    task.state_changed(State.RUNNING)
+    assert states() == {s: float(s == "RUNNING") for s in STATES}
+    task.state_changed(State.FAILED)
+    assert states() == {s: float(s == "FAILED") for s in STATES}
 
 
 def test_last_commit_age_is_computed_at_scrape_time(
@@ -176,7 +180,7 @@ def test_last_commit_age_is_computed_at_scrape_time(
 def test_close_removes_the_tasks_series_only(observer: PrometheusObserver) -> None:
     gone, kept = observer.task("orders", 0), observer.task("orders", 1)
     for task in (gone, kept):
-        task.state_changed("RUNNING")
+        task.state_changed(State.RUNNING)
         task.transaction_committed(3, 0.0, 0.0)
         task.transaction_aborted(1, "error")
     before = series_of(observer.registry, task="1")
@@ -184,7 +188,7 @@ def test_close_removes_the_tasks_series_only(observer: PrometheusObserver) -> No
     assert series_of(observer.registry, connector="orders", task="0") == []
     assert series_of(observer.registry, task="1") == before
     gone.transaction_committed(5, 0.0, 0.0)  # ignored after close: no series come back
-    gone.state_changed("STOPPED")
+    gone.state_changed(State.STOPPED)
     gone.close()
     assert series_of(observer.registry, connector="orders", task="0") == []
     assert value(observer.registry, "eos_worker_producers_fenced_total", connector="orders") == 0
@@ -212,7 +216,7 @@ def test_a_restarted_task_keeps_its_series_when_the_old_observer_closes(
     new = observer.task("orders", 0)
     new.transaction_committed(2, 0.0, 0.0)
     reg, labels = observer.registry, task_labels()
-    old.state_changed("FAILED")  # superseded: sets no gauges...
+    old.state_changed(State.FAILED)  # superseded: sets no gauges...
     old.transaction_committed(500, 0.0, 0.0)
     old.producer_fenced()  # ...but still counts
     assert value(reg, "eos_task_state", **labels, state="FAILED") == 0
@@ -228,8 +232,8 @@ def test_a_restarted_task_keeps_its_series_when_the_old_observer_closes(
 
 def test_worker_metrics(observer: PrometheusObserver) -> None:
     reg = observer.registry
-    observer.rebalance_completed(4, True)
-    observer.rebalance_completed(5, False)
+    observer.rebalance_completed(rebalanced(4, True))
+    observer.rebalance_completed(rebalanced(5, False))
     observer.fencing_round("orders", 0.5, True)
     observer.fencing_round("orders", 1.5, False)
     observer.fencing_round("clicks", 0.1, True)
@@ -237,7 +241,7 @@ def test_worker_metrics(observer: PrometheusObserver) -> None:
     observer.config_read_lag(3)
     observer.offset_mirror_backlog(17)
     observer.thread_pool(2, 5)
-    assert value(reg, "eos_worker_rebalances_total") == 2
+    assert total(reg, "eos_worker_rebalances_total") == 2
     assert value(reg, "eos_worker_generation") == 5
     assert value(reg, "eos_worker_leader") == 0
     assert value(reg, "eos_worker_fencing_rounds_total", connector="orders") == 2
@@ -249,8 +253,103 @@ def test_worker_metrics(observer: PrometheusObserver) -> None:
     assert value(reg, "eos_worker_offset_mirror_pending_offsets") == 17
     assert value(reg, "eos_worker_thread_pool_busy_threads") == 2
     assert value(reg, "eos_worker_thread_pool_queued_calls") == 5
-    observer.rebalance_completed(6, True)
+    observer.rebalance_completed(rebalanced(6, True))
     assert value(reg, "eos_worker_leader") == 1
+
+
+def test_cluster_metrics_after_scripted_rebalances(observer: PrometheusObserver) -> None:
+    """A worker starts alone, a second one joins (cooperative: round 1 revokes, round
+    2 hands out), the leader is lost and this worker takes over while the lost
+    member's work is held back, then an eager group expels this worker."""
+    reg = observer.registry
+    rounds = [
+        rebalanced(1, True, cause="start", seconds=0.25, members=1, connectors=2, tasks=6),
+        rebalanced(
+            2, True, cause="rebalance", seconds=0.5, members=2, connectors=1, tasks=3,
+            revoked_connectors=1, revoked_tasks=3,
+        ),
+        rebalanced(3, True, cause="requested", seconds=0.1, members=2, connectors=1, tasks=3),
+        rebalanced(
+            4, False, leader_changed=True, cause="rebalance", seconds=3.0, members=3,
+            connectors=0, tasks=2, revoked_connectors=1, revoked_tasks=1,
+        ),
+        rebalanced(
+            5, True, leader_changed=True, cause="rebalance", seconds=12.0, members=2,
+            connectors=1, tasks=2, delay_ms=30_000,
+        ),
+    ]  # fmt: skip
+    for r in rounds:
+        observer.rebalance_completed(r)
+
+    def rebalances(protocol: str, cause: str) -> float | None:
+        return value(reg, "eos_worker_rebalances_total", protocol=protocol, cause=cause)
+
+    assert rebalances("cooperative", "start") == 1
+    assert rebalances("cooperative", "rebalance") == 3
+    assert rebalances("cooperative", "requested") == 1
+    assert rebalances("cooperative", "lost") == 0
+    assert rebalances("eager", "start") == 0
+    assert value(reg, "eos_worker_rebalance_duration_seconds_count") == 5
+    assert value(reg, "eos_worker_rebalance_duration_seconds_sum") == pytest.approx(15.85)
+    assert value(reg, "eos_worker_rebalance_duration_seconds_bucket", le="0.25") == 2
+    assert value(reg, "eos_worker_rebalance_duration_seconds_bucket", le="2.5") == 3
+    assert value(reg, "eos_worker_rebalance_duration_seconds_bucket", le="10.0") == 4
+    assert value(reg, "eos_worker_generation") == 5
+    assert value(reg, "eos_worker_leader") == 1
+    assert value(reg, "eos_worker_leader_changes_total") == 2
+    assert value(reg, "eos_worker_group_members") == 2
+    assert value(reg, "eos_worker_assigned_connectors") == 1
+    assert value(reg, "eos_worker_assigned_tasks") == 2
+    assert value(reg, "eos_worker_revoked_connectors_total") == 2
+    assert value(reg, "eos_worker_revoked_tasks_total") == 4
+    assert value(reg, "eos_worker_scheduled_rebalance_delay_seconds") == 30
+    assert value(reg, "eos_worker_scheduled_rebalances_total") == 1
+
+    observer.rebalance_completed(
+        rebalanced(6, False, leader_changed=True, protocol="eager", cause="lost", seconds=0.05,
+                   members=3, connectors=0, tasks=1)
+    )  # fmt: skip
+    assert rebalances("eager", "lost") == 1
+    assert total(reg, "eos_worker_rebalances_total") == 6
+    assert value(reg, "eos_worker_leader") == 0
+    assert value(reg, "eos_worker_leader_changes_total") == 3
+    assert value(reg, "eos_worker_group_members") == 3
+    assert value(reg, "eos_worker_assigned_connectors") == 0
+    assert value(reg, "eos_worker_assigned_tasks") == 1
+    assert value(reg, "eos_worker_scheduled_rebalance_delay_seconds") == 0  # none scheduled now
+    assert value(reg, "eos_worker_scheduled_rebalances_total") == 1
+
+
+def test_rebalance_series_exist_from_zero_before_the_first_rebalance(
+    observer: PrometheusObserver,
+) -> None:
+    reg = observer.registry
+    for protocol in ("eager", "cooperative"):
+        for cause in ("start", "requested", "rebalance", "lost"):
+            labels = {"protocol": protocol, "cause": cause}
+            assert value(reg, "eos_worker_rebalances_total", **labels) == 0, labels
+    for name in (
+        "eos_worker_leader_changes_total",
+        "eos_worker_revoked_connectors_total",
+        "eos_worker_revoked_tasks_total",
+        "eos_worker_scheduled_rebalances_total",
+        "eos_worker_rebalance_duration_seconds_count",
+        "eos_worker_group_members",
+        "eos_worker_assigned_tasks",
+        "eos_worker_scheduled_rebalance_delay_seconds",
+    ):
+        assert value(reg, name) == 0, name
+
+
+def test_a_bad_rebalance_report_still_sets_the_gauges(
+    observer: PrometheusObserver, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="metrics.observer"):
+        observer.rebalance_completed(rebalanced(3, True, members=2, tasks=4, revoked_tasks=-1))
+    assert "rebalance_completed failed" in caplog.text
+    assert value(observer.registry, "eos_worker_generation") == 3
+    assert value(observer.registry, "eos_worker_assigned_tasks") == 4
+    assert total(observer.registry, "eos_worker_rebalances_total") == 1
 
 
 def test_methods_never_raise(
@@ -280,4 +379,4 @@ def test_registry_can_be_passed_in() -> None:
     registry = CollectorRegistry()
     observer = PrometheusObserver(registry, process_metrics=False)
     assert observer.registry is registry
-    assert value(registry, "eos_worker_rebalances_total") == 0
+    assert total(registry, "eos_worker_rebalances_total") == 0

@@ -8,10 +8,11 @@ from typing import Any, TypeVar
 import pytest
 
 from eos.api import ConfigError, ExactlyOnceSupport, SourcePartition, SourceTaskContext
-from services.connectors.spark import SparkSource, SparkSourceTask, SparkUnavailable
+from services.connectors.spark import SparkSource, SparkUnavailable
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import FileInfo, owner_of
-from services.connectors.spark.session import builder_settings, create_session
+from services.connectors.spark.session import builder_settings, create_session, jvm_environment
+from services.connectors.spark.task import SparkSourceTask
 
 T = TypeVar("T")
 FILES = {"path": "/data/in", "topic": "t"}
@@ -130,6 +131,16 @@ def test_session_settings() -> None:
     assert "bootstrap.servers" not in conf
     cluster = builder_settings({"spark.master": "spark://host:7077"})
     assert "spark.driver.bindAddress" not in cluster
+
+
+def test_local_masters_start_the_jvm_with_spark_local_ip() -> None:
+    """So that Spark does not look the host name up and warn that it is a loopback."""
+    local = builder_settings({})
+    assert jvm_environment(local, {}) == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    bound = builder_settings({"spark.master": "local[2]", "spark.driver.bindAddress": "10.1.2.3"})
+    assert jvm_environment(bound, {}) == {"SPARK_LOCAL_IP": "10.1.2.3"}
+    assert jvm_environment(local, {"SPARK_LOCAL_IP": "10.0.0.9"}) == {}
+    assert jvm_environment(builder_settings({"spark.master": "spark://host:7077"}), {}) == {}
 
 
 def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

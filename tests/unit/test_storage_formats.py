@@ -10,6 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 import eos.storage
+from eos.state import State
 from eos.storage.config_log import (
     ConfigState,
     ConnectorConfigRecord,
@@ -40,7 +41,6 @@ from eos.storage.offset_log import (
 from eos.storage.status_log import (
     Status,
     StatusRecord,
-    StatusState,
     StatusTable,
     connector_status_key,
     decode_status_record,
@@ -66,7 +66,6 @@ def test_export_list() -> None:
         "OffsetBatch",
         "StatusLog",
         "Status",
-        "StatusState",
     }
 
 
@@ -395,7 +394,7 @@ def test_offset_batch_keeps_the_latest_offset_per_partition() -> None:
 
 
 def test_status_round_trip() -> None:
-    status = Status(StatusState.FAILED, "Traceback ...", "worker-1:8083", 7)
+    status = Status(State.FAILED, "Traceback ...", "worker-1:8083", 7)
     value = encode_status(status)
     assert json.loads(value) == {
         "v": 1,
@@ -434,10 +433,32 @@ def test_unreadable_status_records_are_ignored_with_a_warning(key: bytes, value:
 
 def test_status_table() -> None:
     table = StatusTable()
-    running = encode_status(Status(StatusState.RUNNING, None, "w", 1))
+    running = encode_status(Status(State.RUNNING, None, "w", 1))
     table.apply(connector_status_key("c"), running, 0, 0)
     table.apply(task_status_key("c", 0), running, 0, 1)
     table.apply(task_status_key("c", 1), running, 0, 2)
     table.apply(task_status_key("c", 1), None, 0, 3)
-    assert table.connectors["c"].state is StatusState.RUNNING
+    assert table.connectors["c"].state is State.RUNNING
     assert set(table.tasks["c"]) == {0}
+
+
+def test_a_stale_owner_never_overwrites_a_newer_status() -> None:
+    table = StatusTable()
+    key = task_status_key("c", 0)
+
+    def put(state: State, worker: str, generation: int) -> None:
+        table.apply(key, encode_status(Status(state, None, worker, generation)), 0, 0)
+
+    put(State.RUNNING, "zombie:8083", 5)
+    put(State.RUNNING, "new-owner:8083", 7)  # the task moved in generation 7
+    put(State.UNASSIGNED, "zombie:8083", 5)  # the paused worker wakes up and reports
+    assert table.tasks["c"][0] == Status(State.RUNNING, None, "new-owner:8083", 7)
+    put(State.FAILED, "new-owner:8083", 7)  # the owner's own reports always apply
+    put(State.RUNNING, "new-owner:8083", 1)  # ... even after its group was recreated
+    assert table.tasks["c"][0].state is State.RUNNING
+    put(State.RUNNING, "third:8083", 8)
+    assert table.tasks["c"][0].worker_id == "third:8083"
+    connector = connector_status_key("c")
+    table.apply(connector, encode_status(Status(State.RUNNING, None, "b", 9)), 0, 1)
+    table.apply(connector, encode_status(Status(State.FAILED, None, "a", 3)), 0, 2)
+    assert table.connectors["c"].worker_id == "b"

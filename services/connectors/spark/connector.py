@@ -16,7 +16,6 @@ from services.connectors.spark.config import (
     SparkSourceSettings,
     problems,
 )
-from services.connectors.spark.task import SparkSourceTask
 
 NOT_UNIQUE_REASON = (
     "exactly-once delivery in mode=table needs `incrementing.column.unique=true`: declare "
@@ -27,6 +26,8 @@ NOT_UNIQUE_REASON = (
 
 class SparkSource(SourceConnector):
     """Files (parquet, csv, json, orc) spread over tasks by path, or one table per task."""
+
+    worker_settings = ("spark.",)
 
     def __init__(self) -> None:
         self._config: dict[str, str] = {}
@@ -52,6 +53,9 @@ class SparkSource(SourceConnector):
         self._config = dict(config)
 
     def task_class(self) -> type[SourceTask]:
+        # imported here: the task brings PySpark, which loading the plugin class must not
+        from services.connectors.spark.task import SparkSourceTask
+
         return SparkSourceTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:

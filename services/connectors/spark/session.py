@@ -4,7 +4,10 @@ The worker's ``spark.*`` plugin settings configure it: ``spark.master`` (default
 ``local[*]``; a cluster URL works unchanged), ``spark.app.name`` (default
 ``eos-worker``) and any other ``spark.*`` key, passed through to the builder.
 Arrow transfer to Python is always on. With a ``local`` master the driver binds to
-127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise.
+127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise,
+and the JVM is started with ``SPARK_LOCAL_IP`` set to that address (unless the
+environment sets it), so that it does not look up the machine's host name and warn
+"Your hostname ... resolves to a loopback address" on every start.
 
 Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the same
 SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
@@ -59,6 +62,14 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
     return conf
 
 
+def jvm_environment(conf: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``
+    for a local master (the driver's bind address), unless ``environ`` has one."""
+    if not conf["spark.master"].startswith("local") or "SPARK_LOCAL_IP" in environ:
+        return {}
+    return {"SPARK_LOCAL_IP": conf.get("spark.driver.bindAddress", "127.0.0.1")}
+
+
 def create_session(settings: Mapping[str, str]) -> SparkSession:
     """A new (or the process's existing) SparkSession; :class:`SparkUnavailable` if none."""
     try:
@@ -70,6 +81,7 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
         ) from exc
     _check_java()
     conf = builder_settings(settings)
+    os.environ.update(jvm_environment(conf, os.environ))
     builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
         conf.pop("spark.app.name")
     )

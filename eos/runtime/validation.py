@@ -1,0 +1,139 @@
+"""Validating a connector config against its plugin: the checks of
+:mod:`eos.config.connector` that need only the settings, the connector's own
+``validate()`` and ``config_def()``, and the pre-flight checks of
+``exactly.once.support`` and ``transaction.boundary`` (docs/exactly-once.md).
+Run on create, config update and validate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eos.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
+from eos.config.connector import (
+    CONNECTOR_CONFIG,
+    Problem,
+    settings_problems,
+    unknown_settings,
+    valid_choice,
+)
+from eos.config.worker import WorkerConfig
+from eos.errors import ConfigError
+
+
+def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:
+    """Settings neither the framework, the overrides nor the connector defines."""
+    return unknown_settings(props, connector.config_def())
+
+
+def _connector_problems(props: Mapping[str, str], connector: SourceConnector) -> list[Problem]:
+    """What the connector's own validate() finds."""
+    try:
+        found = connector.validate(props)
+    except Exception as exc:
+        message = f"the connector's validate() failed: {exc!r}"
+        return [Problem.of("connector.class", props.get("connector.class"), message)]
+    # Messages from config_def() already name key and value: keep those errors as they are.
+    originals: dict[tuple[str, str], ConfigError] = {}
+    for name, key in connector.config_def().keys.items():
+        try:
+            key.parse(props.get(name))
+        except ConfigError as exc:
+            originals[name, str(exc)] = exc
+    problems = []
+    for name, messages in found.items():
+        for message in messages:
+            original = originals.get((name, message))
+            problem = Problem(name, message, original) if original else None
+            problems.append(problem or Problem.of(name, props.get(name), message))
+    return problems
+
+
+def _support_problems(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> list[Problem]:
+    """The pre-flight checks of exactly.once.support and transaction.boundary."""
+    problems = []
+    support = valid_choice(props, "exactly.once.support")
+    if support == "required":
+        if not worker.exactly_once_enabled:
+            problems.append(
+                Problem.of(
+                    "exactly.once.support",
+                    props["exactly.once.support"],
+                    "exactly.once.support=required needs exactly.once.source.support=enabled "
+                    f"on the worker (it is {worker.exactly_once})",
+                )
+            )
+        if connector is not None:
+            answer = _ask(connector.exactly_once_support, props)
+            if answer is not ExactlyOnceSupport.SUPPORTED:
+                problems.append(
+                    Problem.of("exactly.once.support", props["exactly.once.support"], _why(answer))
+                )
+    if valid_choice(props, "transaction.boundary") == "connector" and connector is not None:
+        answer = _ask(connector.can_define_transaction_boundaries, props)
+        if answer is not ConnectorTransactionBoundaries.SUPPORTED:
+            message = (
+                "the connector does not support connector-defined transaction boundaries "
+                "with this configuration"
+            )
+            if isinstance(answer, Exception):
+                message += f" (asking it failed: {answer!r})"
+            problems.append(
+                Problem.of("transaction.boundary", props["transaction.boundary"], message)
+            )
+    return problems
+
+
+def _ask(question: Any, props: Mapping[str, str]) -> Any:
+    try:
+        return question(props)
+    except Exception as exc:
+        return exc
+
+
+def _why(answer: Any) -> str:
+    if answer is ExactlyOnceSupport.UNSUPPORTED:
+        return "the connector cannot provide exactly-once delivery with this configuration"
+    message = (
+        "the connector could not determine whether it supports exactly-once delivery with "
+        "this configuration; consult its documentation, or use exactly.once.support=requested"
+    )
+    if isinstance(answer, Exception):
+        message += f" (asking it failed: {answer!r})"
+    return message
+
+
+def _all_problems(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> list[Problem]:
+    problems = settings_problems(props, worker)
+    if connector is not None:
+        problems += _connector_problems(props, connector)
+    return problems + _support_problems(props, worker, connector)
+
+
+def validate_connector(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> dict[str, list[str]]:
+    """Every problem per setting (empty lists for valid ones), for the REST API's
+    create, config update and validate: the framework's keys, the connector's own
+    validate(), and the pre-flight checks (docs/exactly-once.md). Without a connector (its
+    class could not be loaded) only the checks that need none run."""
+    result: dict[str, list[str]] = {name: [] for name in CONNECTOR_CONFIG.keys}
+    if connector is not None:
+        for name in connector.config_def().keys:
+            result.setdefault(name, [])
+    for problem in _all_problems(props, worker, connector):
+        result.setdefault(problem.key, []).append(problem.message)
+    return result
+
+
+def check_connector(
+    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+) -> None:
+    """Raise :class:`ConfigError` for the first problem :func:`validate_connector` finds."""
+    problems = _all_problems(props, worker, connector)
+    if problems:
+        raise problems[0].error

@@ -1,0 +1,46 @@
+"""The worker's REST API: Kafka Connect's paths, verbs, bodies and error shape
+(``{"error_code": <http status>, "message": "..."}``), one module per resource
+group. Handlers never touch cluster state: they ask the :class:`Worker`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
+
+from eos.runtime.worker import Worker
+from services.rest import connectors, internal, lifecycle, offsets, plugins, root
+from services.rest.auth import AuthMiddleware, AuthProvider
+from services.rest.errors import http_exception
+
+
+def build_app(
+    worker: Worker,
+    extra_routes: Sequence[BaseRoute] = (),
+    *,
+    auth: AuthProvider | None = None,
+    open_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The REST app of ``worker``. With ``auth``, every request but the internal ones
+    (checked by their signature) and ``open_routes`` must satisfy it (docs/security.md)."""
+    routes = [
+        *root.ROUTES,
+        *connectors.ROUTES,
+        *lifecycle.ROUTES,
+        *offsets.ROUTES,
+        *internal.ROUTES,
+        *plugins.ROUTES,
+        *extra_routes,
+    ]
+    middleware = []
+    if auth is not None:
+        unchecked = [*internal.ROUTES, *open_routes]
+        middleware.append(Middleware(AuthMiddleware, provider=auth, open_routes=unchecked))
+    app = Starlette(
+        routes=routes, middleware=middleware, exception_handlers={HTTPException: http_exception}
+    )
+    app.state.worker = worker
+    return app

@@ -1,0 +1,122 @@
+"""Connector plugins (Kafka Connect's paths and shapes):
+
+- ``GET /connector-plugins[?connectorsOnly=false]``: the installed connectors (and,
+  with ``connectorsOnly=false``, the bundled converters);
+- ``GET /connector-plugins/{plugin}/config``: the plugin's own settings;
+- ``PUT /connector-plugins/{plugin}/config/validate``: every setting of the framework
+  and the plugin with its definition, value and problems, grouped — the same checks
+  that create and update run.
+
+``{plugin}`` is an alias (``VerifiableSource``), a class path, or a class name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import eos
+from eos.api import SourceConnector
+from eos.config.connector import CONNECTOR_CONFIG
+from eos.config.definition import ConfigDef, ConfigKey
+from eos.errors import NotFoundError, PluginError
+from eos.runtime.converters import CONVERTERS
+from eos.runtime.plugins import available_connectors, connector_class
+from eos.runtime.worker import Worker
+from services.rest.errors import guard, json_object
+
+
+def _plugin(name: str) -> type[SourceConnector]:
+    aliases = available_connectors()
+    by_class = {target.rpartition(":")[2]: alias for alias, target in aliases.items()}
+    try:
+        return connector_class(by_class.get(name, name))
+    except PluginError as exc:
+        raise NotFoundError(f"Unknown plugin {name}: {exc}") from exc
+
+
+def _class_path(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+async def plugins(request: Request) -> Response:
+    listed: list[dict[str, Any]] = [
+        {"class": target.replace(":", "."), "alias": alias, "type": "source",
+         "version": eos.__version__}
+        for alias, target in sorted(available_connectors().items())
+    ]  # fmt: skip
+    if request.query_params.get("connectorsOnly", "true").lower() == "false":
+        listed += [
+            {"class": name, "type": "converter", "version": eos.__version__}
+            for name in sorted(CONVERTERS)
+        ]
+    return JSONResponse(listed)
+
+
+def _definition(key: ConfigKey, order: int) -> dict[str, Any]:
+    return {
+        **key.describe(),
+        "order_in_group": order,
+        "width": "NONE",
+        "display_name": key.name,
+        "dependents": [],
+    }
+
+
+async def plugin_config(request: Request) -> Response:
+    own = _plugin(request.path_params["plugin"])().config_def()
+    return JSONResponse([_definition(k, i) for i, k in enumerate(own.keys.values())])
+
+
+async def validate(request: Request) -> Response:
+    worker: Worker = request.app.state.worker
+    cls = _plugin(request.path_params["plugin"])
+    body = await json_object(request)
+    props = {str(k): str(v) for k, v in body.items() if v is not None}
+    props.setdefault("connector.class", _class_path(cls))
+    problems = worker.problems(props)
+    keys = CONNECTOR_CONFIG.merged(cls().config_def())
+    return JSONResponse(_validation(_class_path(cls), keys, props, problems))
+
+
+def _validation(
+    name: str, keys: ConfigDef, props: dict[str, str], problems: dict[str, list[str]]
+) -> dict[str, Any]:
+    configs: list[dict[str, Any]] = []
+    groups: list[str] = []
+    for order, key in enumerate(keys.keys.values()):
+        if key.group and key.group not in groups:
+            groups.append(key.group)
+        configs.append(
+            {
+                "definition": _definition(key, order),
+                "value": {
+                    "name": key.name,
+                    "value": props.get(key.name),
+                    "recommended_values": [],
+                    "errors": problems.get(key.name, []),
+                    "visible": True,
+                },
+            }
+        )
+    for extra, errors in problems.items():  # problems of settings no definition covers
+        if extra not in keys.keys and errors:
+            configs.append(
+                {
+                    "definition": None,
+                    "value": {"name": extra, "value": props.get(extra),
+                              "recommended_values": [], "errors": errors, "visible": True},
+                }
+            )  # fmt: skip
+    count = sum(len(errors) for errors in problems.values())
+    return {"name": name, "error_count": count, "groups": groups, "configs": configs}
+
+
+ROUTES = [
+    Route("/connector-plugins", guard(plugins), methods=["GET"]),
+    Route("/connector-plugins/{plugin}/config", guard(plugin_config), methods=["GET"]),
+    Route("/connector-plugins/{plugin}/config/validate", guard(validate), methods=["PUT"]),
+]

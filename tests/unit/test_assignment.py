@@ -1,0 +1,70 @@
+"""The leader's round as a pure function: config mismatch, the work of the cluster,
+and the assignments every member receives."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from eos.runtime.assignment import LeaderView, decode_members, lead_round, work_of
+from eos.runtime.assignors.base import EMPTY, Assignment, AssignorSettings, TaskId
+from eos.runtime.assignors.sticky import StickyAssignor
+from eos.runtime.group_metadata import MemberAssignment, MemberMetadata
+from eos.storage.config_log import ConfigSnapshot
+
+SNAPSHOT = ConfigSnapshot(
+    offset=40,
+    connectors=MappingProxyType({"a": {"x": "1"}, "b": {"x": "2"}}),
+    task_configs=MappingProxyType({"a": ({}, {}, {}), "b": ({},)}),
+)
+
+
+def meta(offset: int, owned: Assignment = EMPTY) -> MemberMetadata:
+    return MemberMetadata("http://w", "w", offset, "sessioned", "sticky", owned=owned)
+
+
+def test_work_is_every_connector_and_every_task() -> None:
+    assert work_of(SNAPSHOT) == (
+        ("a", "b"),
+        (TaskId("a", 0), TaskId("a", 1), TaskId("a", 2), TaskId("b", 0)),
+    )
+
+
+def test_a_leader_behind_a_member_answers_config_mismatch() -> None:
+    members = {"m1": meta(40), "m2": meta(41)}
+    round_ = lead_round(
+        LeaderView("m1", "http://leader", SNAPSHOT),
+        members,
+        assignor=StickyAssignor(AssignorSettings()),
+        style="cooperative",
+        memory={},
+        now_ms=0,
+    )
+    assert round_.mismatch
+    assert {a.error for a in round_.assignments.values()} == {"config_mismatch"}
+    assert all(not a.assigned for a in round_.assignments.values())
+
+
+def test_cooperative_round_revokes_before_handing_out() -> None:
+    everything = Assignment.of(["a", "b"], work_of(SNAPSHOT)[1])
+    members = {"m1": meta(40, everything), "m2": meta(40), "bad": None}
+    round_ = lead_round(
+        LeaderView("m1", "http://leader", SNAPSHOT),
+        members,
+        assignor=StickyAssignor(AssignorSettings()),
+        style="cooperative",
+        memory={},
+        now_ms=0,
+    )
+    mine, theirs = round_.assignments["m1"], round_.assignments["m2"]
+    assert mine.revoked  # m1 gives up what moves...
+    assert not theirs.assigned  # ...and nobody gets it before m1 has stopped it
+    assert mine.assigned | mine.revoked == everything
+    decoded = MemberAssignment.decode(mine.encode())
+    assert (decoded.leader_url, decoded.config_offset) == ("http://leader", 40)
+    assert [m.member_id for m in decoded.members] == ["bad", "m1", "m2"]
+
+
+def test_unreadable_metadata_becomes_a_member_without_work() -> None:
+    decoded = decode_members([("m1", meta(1).encode()), ("m2", b"\xff")])
+    assert decoded["m1"] == meta(1)
+    assert decoded["m2"] is None
