@@ -352,6 +352,16 @@ WORKER_CONFIG: Final = (
         "group protocol",
     )
     .define(
+        "task.startup.concurrency",
+        Type.INT,
+        32,
+        Range(at_least=1),
+        Importance.LOW,
+        "How many tasks of this worker go through start-up at once (fencing request, "
+        "config read, producer initialisation); the rest wait their turn. Bounds the "
+        "connections and requests a burst of hundreds of task starts opens together.",
+    )
+    .define(
         "thread.pool.size",
         Type.INT,
         8,
@@ -484,6 +494,7 @@ class WorkerConfig:
     signature_algorithm: str
     signature_window_ms: int
     worker_sync_timeout_ms: int
+    task_startup_concurrency: int
     thread_pool_size: int
     listeners: list[str]
     advertised_host: str | None
@@ -538,6 +549,7 @@ class WorkerConfig:
             signature_algorithm=v["inter.worker.signature.algorithm"],
             signature_window_ms=v["inter.worker.signature.window.ms"],
             worker_sync_timeout_ms=v["worker.sync.timeout.ms"],
+            task_startup_concurrency=v["task.startup.concurrency"],
             thread_pool_size=v["thread.pool.size"],
             listeners=v["listeners"],
             advertised_host=v["rest.advertised.host.name"] or None,

@@ -117,6 +117,8 @@ class TaskDeps:
     topic_discovered: TopicDiscovered | None = None
     observer: TaskObserver = field(default_factory=NullTaskObserver)
     clock: Clock = field(default_factory=SystemClock)
+    startup_slots: anyio.CapacityLimiter | None = None
+    """Shared by the worker's tasks: how many go through :meth:`startup` at once."""
 
 
 @dataclass
@@ -187,7 +189,7 @@ class SourceTaskRunner(ABC):
                 self._wait_scope = scope
                 if self._stop_requested:
                     scope.cancel()
-                started = await self.startup()
+                started = await self._startup_in_turn()
             self._wait_scope = None
         except BaseException:
             await self._shielded(self._close_producer(), "producer close")
@@ -207,6 +209,13 @@ class SourceTaskRunner(ABC):
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+
+    async def _startup_in_turn(self) -> bool:
+        slots = self.deps.startup_slots
+        if slots is None:
+            return await self.startup()
+        async with slots:
+            return await self.startup()
 
     def background_failed(self, exc: Exception) -> None:
         """A background coroutine of the task raised: the loop fails with ``exc``."""

@@ -153,6 +153,7 @@ class Worker:
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
         self._status_lock = anyio.Lock()
+        self._startup_slots = anyio.CapacityLimiter(settings.task_startup_concurrency)
 
     # ------------------------------------------------------------- lifecycle
 
@@ -510,6 +511,7 @@ class Worker:
             topic_discovered=partial(self._topic_discovered, spec) if s.topic_tracking else None,
             observer=self.observer.task(spec.connector, spec.task_id),
             clock=self.clock,
+            startup_slots=self._startup_slots,
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)

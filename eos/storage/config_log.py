@@ -544,10 +544,10 @@ class ConfigLog(TopicStore[ConfigState]):
         return await self._write(encode_target_state_tombstone(name))
 
     async def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> int:
-        """One record per task, then the commit record; returns the commit's offset."""
-        for task, properties in enumerate(configs):
-            await self._write(encode_task_config(name, task, properties))
-        return await self._write(encode_task_commit(name, len(configs)))
+        """One record per task, then the commit record, in one transaction (a reader
+        sees all of them or none); returns the commit's offset."""
+        records = [encode_task_config(name, task, props) for task, props in enumerate(configs)]
+        return await self._write(*records, encode_task_commit(name, len(configs)))
 
     async def put_target_state(self, name: str, state: TargetState) -> int:
         return await self._write(encode_target_state(name, state))
@@ -569,8 +569,9 @@ class ConfigLog(TopicStore[ConfigState]):
             self._fenced = False
             await self._started_producer()
 
-    async def _write(self, record: Record) -> int:
-        key, value = record
+    async def _write(self, *records: Record) -> int:
+        """Write ``records`` in one transaction; the offset of the last one."""
+        key = records[-1][0]
         async with self._write_lock:
             if self._fenced:
                 raise FencedError(self._fenced_message())
@@ -578,7 +579,11 @@ class ConfigLog(TopicStore[ConfigState]):
                 with anyio.fail_after(self._write_timeout):
                     producer = await self._started_producer()
                     await producer.begin_transaction()
-                    metadata = await producer.send_and_wait(self.topic, value, key=key, partition=0)
+                    sent = [
+                        await producer.send(self.topic, v, key=k, partition=0) for k, v in records
+                    ]
+                    for delivery in sent:  # in order: the last one's offset is returned
+                        metadata = await delivery
                     await producer.commit_transaction()
             except FENCED_ERRORS as exc:
                 self._fenced = True
