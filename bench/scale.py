@@ -97,9 +97,7 @@ def task_states(http: httpx.Client, url: str) -> list[str]:
     return [t["state"] for t in body.get("tasks", [])]
 
 
-def one_row(
-    bootstrap: str, home: Path, tasks: int, rate: float, window: float, idle: bool
-) -> Row:
+def one_row(bootstrap: str, home: Path, tasks: int, rate: float, window: float, idle: bool) -> Row:
     group = f"scale-{uuid.uuid4().hex[:8]}"
     props = worker_props(bootstrap, group, offset_storage_partitions="25")
     worker = WorkerProcess(home, props, [])

@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from eos.config.files import load_config_file
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError, EosError
+from eos.runtime.capacity import raise_open_files_limit
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.plugins import reserved_worker_prefixes
 from eos.runtime.worker import Worker
@@ -141,6 +142,7 @@ def tune_gc() -> None:
 
 def main(worker_file: str, connector_files: Sequence[str]) -> int:
     tune_gc()
+    raise_open_files_limit()  # hundreds of tasks hold two sockets each
     settings = worker_settings(load_config_file(worker_file))
     connectors = [load_config_file(path) for path in connector_files]
     try:

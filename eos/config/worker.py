@@ -354,7 +354,7 @@ WORKER_CONFIG: Final = (
     .define(
         "task.startup.concurrency",
         Type.INT,
-        32,
+        64,
         Range(at_least=1),
         Importance.LOW,
         "How many tasks of this worker go through start-up at once (fencing request, "

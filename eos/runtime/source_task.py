@@ -119,6 +119,9 @@ class TaskDeps:
     clock: Clock = field(default_factory=SystemClock)
     startup_slots: anyio.CapacityLimiter | None = None
     """Shared by the worker's tasks: how many go through :meth:`startup` at once."""
+    batch_size: int = 262144
+    """The producer's ``batch.size`` unless the user set one (sized by the worker from
+    its task count: docs/configuration.md, "Many tasks on one worker")."""
 
 
 @dataclass
@@ -452,7 +455,7 @@ class SourceTaskRunner(ABC):
         # Defaults for task producers (overridable with producer.override.*): a commit
         # flushes anyway, so a short linger only fills batches, it adds no latency;
         # large batches cost less CPU per record here and on the broker.
-        defaults = {"linger.ms": "5", "batch.size": "262144"}
+        defaults = {"linger.ms": "5", "batch.size": str(self.deps.batch_size)}
         config = config.with_overrides(producer={**defaults, **config.producer})
         producer = make_producer(config, **fixed)
         self._producer = producer

@@ -41,6 +41,7 @@ from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.assignors.base import AssignorSettings
 from eos.runtime.assignors.registry import make_assignor
+from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.converters import make_converter
@@ -154,6 +155,10 @@ class Worker:
         self.stopped = anyio.Event()
         self._status_lock = anyio.Lock()
         self._startup_slots = anyio.CapacityLimiter(settings.task_startup_concurrency)
+        self._gate_locks: dict[str, anyio.Lock] = {}
+        self._generations_checked: dict[str, tuple[int, bool]] = {}
+        """connector → (generation, passed) of the last start-up check (_StartGate)."""
+        self._topics_ensured: set[str] = set()
 
     # ------------------------------------------------------------- lifecycle
 
@@ -271,7 +276,18 @@ class Worker:
         props = {**props, "name": name}
         self.coordinator.require_leader()
         self.validate_connector(props)
+        self._warn_capacity(name, props)
         return await self.coordinator.put_connector(name, props, initial_state)
+
+    def _warn_capacity(self, name: str, props: Mapping[str, str]) -> None:
+        try:
+            tasks_max = int(props.get("tasks.max", "1"))
+        except ValueError:
+            return  # validation named it already
+        members = max(1, len(self.cluster().members))
+        warning = capacity_warning(name, tasks_max, members, len(self._tasks))
+        if warning is not None:
+            self.log.warning("connector may not fit on the workers", detail=warning)
 
     async def set_target_state(self, name: str, state: TargetState) -> None:
         """Pause (PAUSED), stop (STOPPED) or resume (STARTED) a connector (leader only)."""
@@ -512,6 +528,7 @@ class Worker:
             observer=self.observer.task(spec.connector, spec.task_id),
             clock=self.clock,
             startup_slots=self._startup_slots,
+            batch_size=producer_batch_size(len(self._tasks) + 1),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)
@@ -629,6 +646,17 @@ class Worker:
             await target()
 
 
+PRODUCER_MEMORY_BUDGET = 64 * 2**20
+"""Bytes of producer batches a worker aims at across its tasks (docs/configuration.md)."""
+
+
+def producer_batch_size(tasks: int) -> int:
+    """The default ``batch.size`` of a task producer on a worker running ``tasks`` tasks:
+    256 KiB (large batches cost less CPU per record) while the worker's tasks share
+    :data:`PRODUCER_MEMORY_BUDGET`, then smaller, down to Kafka's 16 KiB."""
+    return max(16384, min(262144, PRODUCER_MEMORY_BUDGET // max(1, tasks)))
+
+
 class _StartGate:
     """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
     task"), against the coordinator and the leader."""
@@ -668,14 +696,23 @@ class _StartGate:
             ) from None
 
     async def before_producer(self, connector: str, generation: int) -> bool:
-        if not await self._fenced(connector) or not await self._current(connector, generation):
-            return False
+        """Steps 1 and 2 of the start-up, done once per task generation on this worker: the
+        tasks of a generation that start together share one fencing request and one
+        read (every task still reads again after its producer exists, step 5)."""
+        passed = self.worker._generations_checked
+        async with self.worker._gate_locks.setdefault(connector, anyio.Lock()):
+            known = passed.get(connector)
+            if known is None or known[0] < generation:
+                ok = await self._fenced(connector) and await self._current(connector, generation)
+                passed[connector] = known = (generation, ok)
+        if known[0] > generation or not known[1]:
+            return False  # a newer generation exists, or this one was cancelled
         await self.offsets_topic()
         return True
 
     async def offsets_topic(self) -> None:
         """Create the connector's own offsets topic if it has one ("already exists" is fine)."""
-        if self.own_topic:
+        if self.own_topic and self.own_topic not in self.worker._topics_ensured:
             s = self.worker.settings
             await ensure_topic(
                 self.client,
@@ -684,6 +721,7 @@ class _StartGate:
                 replication_factor=s.offsets_replication_factor,
                 compacted=True,
             )
+            self.worker._topics_ensured.add(self.own_topic)
 
     async def after_producer(self, connector: str, generation: int) -> bool:
         return await self._current(connector, generation)

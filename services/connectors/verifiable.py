@@ -65,8 +65,10 @@ from eos.api import (
 
 TASK_ID = "task.id"
 TASK_PARTITIONS = "task.partitions"
-IDLE_SECONDS = 0.1
-"""How long :meth:`VerifiableSourceTask.poll` waits at most before returning."""
+IDLE_SECONDS = 1.0
+"""How long :meth:`VerifiableSourceTask.poll` waits at most before returning empty: a
+finished task, or one ahead of ``throughput``, wakes up once a second at most (the
+runtime cancels a waiting poll when the task is stopped, so this adds no latency)."""
 
 CONFIG_DEF = (
     ConfigDef()
