@@ -246,8 +246,8 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     "/connectors/{name}/topics/reset": {
         "put": _op("Forget the connector's active topics", "topics",
-                   {"202": _ok("reset"), "403": _error("tracking or its reset is disabled"),
-                    "404": _NOT_FOUND}, params=[_NAME]),
+                   {"202": _ok("reset"), "403": _error("tracking or its reset is disabled")},
+                   params=[_NAME]),
     },
     "/connector-plugins": {
         "get": _op("Installed connector plugins (and converters with connectorsOnly=false)",
