@@ -57,6 +57,12 @@ async def test_active_topics_and_the_openapi_document(
         assert reset.content == b""
         assert (await w.http.get("/connectors/vs/topics")).json() == {"vs": {"topics": []}}
 
+        # A name in the body of PUT .../config must be the one in the path (as in Connect).
+        other = await w.http.put("/connectors/other/config", json=verifiable("vs", topic))
+        assert other.status_code == 400
+        assert "doesn't match connector name in the URL (other)" in other.json()["message"]
+        assert (await w.http.get("/connectors")).json() == ["vs"]
+
         document = await w.http.get("/openapi.json")
         assert document.status_code == 200
         assert "/admin/loggers/{name}" in document.json()["paths"]
