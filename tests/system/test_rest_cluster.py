@@ -107,6 +107,49 @@ async def test_every_request_through_a_follower(
             {"connector": "vs", "task": 1},
         ]
         assert (await run(follower.call, "GET", "/connectors/vs/tasks/1/status")).json()["id"] == 1
+        info = (await run(follower.call, "GET", "/connectors/vs")).json()
+        assert info == {
+            "name": "vs",
+            "config": {**verifiable(topic), "name": "vs"},
+            "tasks": [{"connector": "vs", "task": 0}, {"connector": "vs", "task": 1}],
+            "type": "source",
+        }
+        config = (await run(follower.call, "GET", "/connectors/vs/config")).json()
+        assert config == {**verifiable(topic), "name": "vs"}
+        patched = await run(follower.call, "PATCH", "/connectors/vs/config", {"throughput": "90"})
+        assert patched.status_code == 200, patched.text  # forwarded to the leader
+        assert patched.json()["config"]["throughput"] == "90"
+        await run(follower.until, lambda: follower.states() == ("RUNNING", ["RUNNING"] * 2))
+
+        # Plugins, validation, active topics and log levels, through the follower too.
+        plugins = (await run(follower.call, "GET", "/connector-plugins")).json()
+        assert {"class", "type", "version"} <= set(plugins[0])
+        own = (await run(follower.call, "GET", "/connector-plugins/VerifiableSource/config")).json()
+        assert "topic" in {d["name"] for d in own}
+        checked = await run(
+            follower.call,
+            "PUT",
+            "/connector-plugins/VerifiableSource/config/validate",
+            {**verifiable(topic), "tasks.max": "zero"},
+        )
+        assert checked.status_code == 200
+        assert checked.json()["error_count"] == 1
+        await run(
+            follower.until,
+            lambda: (
+                follower.call("GET", "/connectors/vs/topics").json() == {"vs": {"topics": [topic]}}
+            ),
+        )
+        assert (await run(follower.call, "PUT", "/connectors/vs/topics/reset")).status_code == 202
+        levels = await run(follower.call, "PUT", "/admin/loggers/eos.runtime", {"level": "DEBUG"})
+        assert "eos.runtime" in levels.json()
+        logger = (await run(follower.call, "GET", "/admin/loggers/eos.runtime")).json()
+        assert logger["level"] == "DEBUG"
+        await run(follower.call, "PUT", "/admin/loggers/eos.runtime", {"level": "INFO"})
+        restarted = await run(follower.call, "POST", "/connectors/vs/tasks/0/restart")
+        assert restarted.status_code in (204, 409), restarted.text
+        assert restarted.status_code == 204 or is_error(restarted, 409)
+        await run(follower.until, lambda: follower.states() == ("RUNNING", ["RUNNING"] * 2))
 
         # Pause: output stops; resume: it goes on (through the follower each time).
         assert (await run(follower.call, "PUT", "/connectors/vs/pause")).status_code == 202
@@ -127,6 +170,12 @@ async def test_every_request_through_a_follower(
         offsets = (await run(follower.call, "GET", "/connectors/vs/offsets")).json()["offsets"]
         seqnos = {o["partition"]["partition"]: o["offset"]["seqno"] for o in offsets}
         assert set(seqnos) == {"0-0", "1-0"}
+        reset = await run(follower.call, "DELETE", "/connectors/vs/offsets")
+        assert reset.status_code == 200, reset.text
+        assert reset.json() == {
+            "message": "The offsets for this connector have been reset successfully"
+        }
+        assert (await run(follower.call, "GET", "/connectors/vs/offsets")).json() == {"offsets": []}
         new = {p: n + 5 for p, n in seqnos.items()}
         change = {
             "offsets": [
