@@ -1,6 +1,7 @@
 """Fuzzing the REST API from its own OpenAPI document (schemathesis) against a real
 worker process and broker: no answer is a 5xx, every 4xx is in Kafka Connect's JSON
-error shape, and afterwards the worker still serves and its config topic holds only
+error shape, every answer's status, content type and body are the ones the document
+describes, and afterwards the worker still serves and its config topic holds only
 records it can read, with connector configs that pass validation.
 
 Each generated request (valid and invalid ones) is sent as it is and, when its path
@@ -26,6 +27,11 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Err
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from eos.kafka import ClientConfig, read_to_end
 from eos.storage.config_log import ConnectorConfigRecord, decode_record
@@ -86,7 +92,13 @@ def json_error_shape(ctx: Any, response: Any, case: Any) -> bool | None:
     return None
 
 
-CHECKS: list[Callable[..., bool | None]] = [not_a_server_error, json_error_shape]
+CHECKS: list[Callable[..., bool | None]] = [
+    not_a_server_error,
+    json_error_shape,
+    status_code_conformance,  # the document lists every status an operation answers
+    response_schema_conformance,  # and the shape of each answer
+    content_type_conformance,
+]
 
 
 def fuzz(operation: Any) -> None:
