@@ -36,8 +36,9 @@ def build_app(
     open_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The REST app of ``worker`` (docs/rest.md). Bodies over ``rest.max.request.bytes``
-    are refused first (413). With ``auth``, every request but the internal ones
-    (checked by their signature) and ``open_routes`` must satisfy it (docs/security.md)."""
+    are refused (413) before any route reads them. With ``auth``, every request but the
+    internal ones (checked by their signature) and ``open_routes`` must satisfy it
+    (docs/security.md)."""
     routes = [
         *root.ROUTES,
         *connectors.ROUTES,
