@@ -21,6 +21,7 @@ that *this instance* has been superseded (``zombie``)::
     ├── NotFoundError                a connector or task does not exist (REST 404)
     ├── ConflictError                the request raced a change of the cluster (REST 409)
     │   └── NotLeaderError           a write reached a worker that is not the leader
+    ├── RequestTooLargeError         another worker refused a body over rest.max.request.bytes (413)
     ├── WorkerStartingError          the worker has not read its config topic yet (REST 503)
     └── DevKafkaError                the local development broker cannot be assembled or run
 
@@ -136,6 +137,11 @@ class NotFoundError(EosError):
 
 class ConflictError(EosError):
     """The request raced a change of the cluster (new task configs, a rebalance)."""
+
+
+class RequestTooLargeError(EosError):
+    """An internal request's body is larger than the receiving worker's
+    ``rest.max.request.bytes`` (413): retrying cannot help until that is raised."""
 
 
 class WorkerStartingError(EosError):

@@ -5,7 +5,9 @@ On start and whenever the connector calls ``request_task_reconfiguration``, it
 asks the connector for ``task_configs(tasks.max)`` and hands them over (the
 leader writes them to the config topic only if they changed). A handover that
 fails (no leader yet, the leader moving) is retried with backoff until it
-succeeds or the connector stops: task configs are never dropped.
+succeeds or the connector stops: task configs are never dropped. Task configs
+larger than the leader accepts (``rest.max.request.bytes``) fail the connector
+with a message saying so, as no retry can help.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from eos.api import SourceConnector
-from eos.errors import EosError
+from eos.errors import EosError, RequestTooLargeError
 from eos.state import State
 
 TaskConfigsSink = Callable[[str, list[dict[str, str]]], Awaitable[None]]
@@ -94,6 +96,8 @@ class ConnectorActor:
             try:
                 await self._on_task_configs(self.name, configs)
                 return
+            except RequestTooLargeError:
+                raise  # the connector fails with what to change
             except EosError as exc:
                 self.log.info("task configs not handed over yet; retrying", error=str(exc))
             await anyio.sleep(backoff)

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 import structlog
 
-from eos.errors import ConflictError, EosError, RetriableError, TaskError
+from eos.errors import ConflictError, EosError, RequestTooLargeError, RetriableError, TaskError
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.signatures import sign
 from eos.storage.config_log import SessionKey
@@ -120,6 +120,10 @@ def _error(response: httpx.Response, method: str, path: str) -> EosError:
         return _Refused(what)
     if status == 409:
         return ConflictError(message)
+    if status == 413:
+        return RequestTooLargeError(
+            f"{what}; raise rest.max.request.bytes on every worker (it must exceed the body)"
+        )
     if status == 500:
         return TaskError(f"the leader could not do {method} {path}: {message}")
     return RetriableError(what)

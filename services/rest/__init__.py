@@ -12,9 +12,20 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from eos.runtime.worker import Worker
-from services.rest import connectors, internal, lifecycle, offsets, plugins, root
+from services.rest import (
+    connectors,
+    internal,
+    lifecycle,
+    loggers,
+    offsets,
+    openapi,
+    plugins,
+    root,
+    topics,
+)
 from services.rest.auth import AuthMiddleware, AuthProvider
 from services.rest.errors import http_exception
+from services.rest.limits import BodyLimitMiddleware
 
 
 def build_app(
@@ -24,21 +35,28 @@ def build_app(
     auth: AuthProvider | None = None,
     open_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
-    """The REST app of ``worker``. With ``auth``, every request but the internal ones
-    (checked by their signature) and ``open_routes`` must satisfy it (docs/security.md)."""
+    """The REST app of ``worker`` (docs/rest.md). Bodies over ``rest.max.request.bytes``
+    are refused (413) before any route reads them. With ``auth``, every request but the
+    internal ones (checked by their signature) and ``open_routes`` must satisfy it
+    (docs/security.md)."""
     routes = [
         *root.ROUTES,
         *connectors.ROUTES,
         *lifecycle.ROUTES,
         *offsets.ROUTES,
         *internal.ROUTES,
+        *topics.ROUTES,
         *plugins.ROUTES,
+        *loggers.ROUTES,
+        *openapi.ROUTES,
         *extra_routes,
     ]
     middleware = []
     if auth is not None:
         unchecked = [*internal.ROUTES, *open_routes]
         middleware.append(Middleware(AuthMiddleware, provider=auth, open_routes=unchecked))
+    max_bytes = worker.settings.max_request_bytes
+    middleware.append(Middleware(BodyLimitMiddleware, max_bytes=max_bytes))
     app = Starlette(
         routes=routes, middleware=middleware, exception_handlers={HTTPException: http_exception}
     )

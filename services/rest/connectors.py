@@ -134,6 +134,13 @@ async def put_config(request: Request) -> Response:
     name = request.path_params["name"]
     config = await json_object(request)
     props = {str(k): str(v) for k, v in config.items()}
+    if "name" in props and props["name"] != name:
+        raise ConfigError(
+            "name",
+            props["name"],
+            f"Connector name configuration ({props['name']}) doesn't match connector name "
+            f"in the URL ({name})",
+        )
     created = await worker.put_connector(name, props)
     snap = await worker.snapshot()
     return JSONResponse(_info(name, snap), status_code=201 if created else 200)

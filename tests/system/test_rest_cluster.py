@@ -51,6 +51,17 @@ class Client:
             time.sleep(0.2)
         raise AssertionError(f"not reached within {timeout}s")
 
+    def write(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """A write, sent again while it answers 409 for a rebalance under way (a stop
+        or a config change starts one), as the 409's message asks."""
+        deadline = time.monotonic() + 60
+        while True:
+            answer = self.call(method, path, body)
+            if answer.status_code != 409 or "rebalance" not in answer.text:
+                return answer
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.2)
+
     def states(self) -> tuple[str, list[str]]:
         body = self.call("GET", "/connectors/vs/status").json()
         return body["connector"]["state"], [t["state"] for t in body["tasks"]]
@@ -107,6 +118,48 @@ async def test_every_request_through_a_follower(
             {"connector": "vs", "task": 1},
         ]
         assert (await run(follower.call, "GET", "/connectors/vs/tasks/1/status")).json()["id"] == 1
+        info = (await run(follower.call, "GET", "/connectors/vs")).json()
+        assert info == {
+            "name": "vs",
+            "config": {**verifiable(topic), "name": "vs"},
+            "tasks": [{"connector": "vs", "task": 0}, {"connector": "vs", "task": 1}],
+            "type": "source",
+        }
+        config = (await run(follower.call, "GET", "/connectors/vs/config")).json()
+        assert config == {**verifiable(topic), "name": "vs"}
+        patched = await run(follower.write, "PATCH", "/connectors/vs/config", {"throughput": "90"})
+        assert patched.status_code == 200, patched.text  # forwarded to the leader
+        assert patched.json()["config"]["throughput"] == "90"
+        await run(follower.until, lambda: follower.states() == ("RUNNING", ["RUNNING"] * 2))
+
+        # Plugins, validation, active topics and log levels, through the follower too.
+        plugins = (await run(follower.call, "GET", "/connector-plugins")).json()
+        assert {"class", "type", "version"} <= set(plugins[0])
+        own = (await run(follower.call, "GET", "/connector-plugins/VerifiableSource/config")).json()
+        assert "topic" in {d["name"] for d in own}
+        checked = await run(
+            follower.call,
+            "PUT",
+            "/connector-plugins/VerifiableSource/config/validate",
+            {**verifiable(topic), "tasks.max": "zero"},
+        )
+        assert checked.status_code == 200
+        assert checked.json()["error_count"] == 1
+        await run(
+            follower.until,
+            lambda: (
+                follower.call("GET", "/connectors/vs/topics").json() == {"vs": {"topics": [topic]}}
+            ),
+        )
+        assert (await run(follower.call, "PUT", "/connectors/vs/topics/reset")).status_code == 202
+        levels = await run(follower.call, "PUT", "/admin/loggers/eos.runtime", {"level": "DEBUG"})
+        assert "eos.runtime" in levels.json()
+        logger = (await run(follower.call, "GET", "/admin/loggers/eos.runtime")).json()
+        assert logger["level"] == "DEBUG"
+        await run(follower.call, "PUT", "/admin/loggers/eos.runtime", {"level": "INFO"})
+        restarted = await run(follower.write, "POST", "/connectors/vs/tasks/0/restart")
+        assert restarted.status_code == 204, restarted.text
+        await run(follower.until, lambda: follower.states() == ("RUNNING", ["RUNNING"] * 2))
 
         # Pause: output stops; resume: it goes on (through the follower each time).
         assert (await run(follower.call, "PUT", "/connectors/vs/pause")).status_code == 202
@@ -127,13 +180,19 @@ async def test_every_request_through_a_follower(
         offsets = (await run(follower.call, "GET", "/connectors/vs/offsets")).json()["offsets"]
         seqnos = {o["partition"]["partition"]: o["offset"]["seqno"] for o in offsets}
         assert set(seqnos) == {"0-0", "1-0"}
+        reset = await run(follower.write, "DELETE", "/connectors/vs/offsets")
+        assert reset.status_code == 200, reset.text
+        assert reset.json() == {
+            "message": "The offsets for this connector have been reset successfully"
+        }
+        assert (await run(follower.call, "GET", "/connectors/vs/offsets")).json() == {"offsets": []}
         new = {p: n + 5 for p, n in seqnos.items()}
         change = {
             "offsets": [
                 {"partition": {"partition": p}, "offset": {"seqno": n}} for p, n in new.items()
             ]
         }
-        altered = await run(follower.call, "PATCH", "/connectors/vs/offsets", change)
+        altered = await run(follower.write, "PATCH", "/connectors/vs/offsets", change)
         assert altered.status_code == 200, altered.text
         before = await committed(client_config, topic)
         assert (await run(follower.call, "PUT", "/connectors/vs/resume")).status_code == 202
