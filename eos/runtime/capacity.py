@@ -1,5 +1,5 @@
 """How many tasks a worker can hold: file descriptors and memory per task, measured by
-``bench/scale.py`` (docs/configuration.md, "Many tasks on one worker")."""
+``bench/scale.py`` (docs/sizing.md)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ class TaskDeps:
     """Shared by the worker's tasks: how many go through :meth:`startup` at once."""
     batch_size: int = 262144
     """The producer's ``batch.size`` unless the user set one (sized by the worker from
-    its task count: docs/configuration.md, "Many tasks on one worker")."""
+    its task count: docs/sizing.md)."""
 
 
 @dataclass

@@ -647,7 +647,7 @@ class Worker:
 
 
 PRODUCER_MEMORY_BUDGET = 64 * 2**20
-"""Bytes of producer batches a worker aims at across its tasks (docs/configuration.md)."""
+"""Bytes of producer batches a worker aims at across its tasks (docs/sizing.md)."""
 
 
 def producer_batch_size(tasks: int) -> int:

@@ -24,8 +24,10 @@ def test_too_many_tasks_for_the_open_files_limit_names_the_numbers(
     monkeypatch.setattr(capacity, "available_memory", lambda: 8 << 30)
     warning = capacity_warning("orders", 1000, 2, 10)
     assert warning is not None
-    assert "tasks.max=1000" in warning and "about 510 tasks" in warning
-    assert "limit 1024" in warning and "ulimit -n" in warning
+    assert "tasks.max=1000" in warning
+    assert "about 510 tasks" in warning
+    assert "limit 1024" in warning
+    assert "ulimit -n" in warning
     assert "2 worker(s)" in warning
 
 
@@ -33,7 +35,8 @@ def test_too_little_memory_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resource, "getrlimit", lambda _: (1 << 20, 1 << 20))
     monkeypatch.setattr(capacity, "available_memory", lambda: 100 << 20)
     warning = capacity_warning("orders", 500, 1, 0)
-    assert warning is not None and "500 MiB of memory (100 MiB available)" in warning
+    assert warning is not None
+    assert "500 MiB of memory (100 MiB available)" in warning
 
 
 @pytest.mark.parametrize(
