@@ -24,47 +24,27 @@ def _string_map() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": {"type": "string"}}
 
 
-_NAME = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "description": "The connector's name.",
-    "schema": {"type": "string"},
-}
-_TASK = {
-    "name": "task",
-    "in": "path",
-    "required": True,
-    "description": "The task's number (0, 1, …).",
-    "schema": {"type": "string"},
-}
-_PLUGIN = {
-    "name": "plugin",
-    "in": "path",
-    "required": True,
-    "description": "An alias (VerifiableSource), a class path or a class name.",
-    "schema": {"type": "string"},
-}
-_LOGGER = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "description": "A logger name (eos.runtime.worker), or root.",
-    "schema": {"type": "string"},
-}
-_FORWARD = {
-    "name": "forward",
-    "in": "query",
-    "required": False,
-    "description": "Set by a worker that forwards the request to the leader: true on the "
-    "first hop, false on the second (a worker that is not the leader answers 409).",
-    "schema": {"type": "string", "enum": ["true", "false"]},
-}
+def _path(name: str, doc: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "description": doc,
+            "schema": {"type": "string"}}  # fmt: skip
+
+
+_NAME = _path("name", "The connector's name.")
+_TASK = _path("task", "The task's number (0, 1, …).")
+_PLUGIN = _path("plugin", "An alias (VerifiableSource), a class path or a class name.")
+_LOGGER = _path("name", "A logger name (eos.runtime.worker), or root.")
 
 
 def _flag(name: str, doc: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "description": doc,
             "schema": {"type": "string", "enum": ["true", "false"]}}  # fmt: skip
+
+
+_FORWARD = _flag(
+    "forward",
+    "Set by a worker that forwards the request to the leader: true on the first hop, "
+    "false on the second (a worker that is not the leader answers 409).",
+)
 
 
 def _error(doc: str) -> dict[str, Any]:
