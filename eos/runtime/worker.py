@@ -155,9 +155,8 @@ class Worker:
         self.stopped = anyio.Event()
         self._status_lock = anyio.Lock()
         self._startup_slots = anyio.CapacityLimiter(settings.task_startup_concurrency)
-        self._gate_locks: dict[str, anyio.Lock] = {}
-        self._generations_checked: dict[str, tuple[int, bool]] = {}
-        """connector → (generation, passed) of the last start-up check (_StartGate)."""
+        self._start_checks: dict[str, _StartCheck] = {}
+        """connector → the start-up check of its latest task generation (_StartGate)."""
         self._topics_ensured: set[str] = set()
 
     # ------------------------------------------------------------- lifecycle
@@ -657,6 +656,16 @@ def producer_batch_size(tasks: int) -> int:
     return max(16384, min(262144, PRODUCER_MEMORY_BUDGET // max(1, tasks)))
 
 
+@dataclass
+class _StartCheck:
+    """The shared start-up check of one task generation (see _StartGate)."""
+
+    generation: int
+    done: anyio.Event = field(default_factory=anyio.Event)
+    ok: bool | None = None
+    error: Exception | None = None
+
+
 class _StartGate:
     """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
     task"), against the coordinator and the leader."""
@@ -698,17 +707,36 @@ class _StartGate:
     async def before_producer(self, connector: str, generation: int) -> bool:
         """Steps 1 and 2 of the start-up, done once per task generation on this worker: the
         tasks of a generation that start together share one fencing request and one
-        read (every task still reads again after its producer exists, step 5)."""
-        passed = self.worker._generations_checked
-        async with self.worker._gate_locks.setdefault(connector, anyio.Lock()):
-            known = passed.get(connector)
-            if known is None or known[0] < generation:
-                ok = await self._fenced(connector) and await self._current(connector, generation)
-                passed[connector] = known = (generation, ok)
-        if known[0] > generation or not known[1]:
-            return False  # a newer generation exists, or this one was cancelled
-        await self.offsets_topic()
-        return True
+        read (every task still reads again after its producer exists, step 5). A failed
+        check fails every task that waited for it; the next start tries again."""
+        checks = self.worker._start_checks
+        while True:
+            check = checks.get(connector)
+            if check is not None and check.generation > generation:
+                return False  # a newer generation was checked: this one is stale
+            if check is None or check.generation < generation:
+                check = checks[connector] = _StartCheck(generation)
+                try:
+                    check.ok = await self._fenced(connector) and await self._current(
+                        connector, generation
+                    )
+                except BaseException as exc:
+                    if checks.get(connector) is check:
+                        del checks[connector]
+                    check.error = exc if isinstance(exc, Exception) else None
+                    raise
+                finally:
+                    check.done.set()
+            else:
+                await check.done.wait()
+                if check.error is not None:
+                    raise EosError(f"start-up check failed: {check.error}") from check.error
+                if check.ok is None:
+                    continue  # the task that checked was stopped: check again
+            if not check.ok:
+                return False  # the generation is stale, or its fencing round was cancelled
+            await self.offsets_topic()
+            return True
 
     async def offsets_topic(self) -> None:
         """Create the connector's own offsets topic if it has one ("already exists" is fine)."""

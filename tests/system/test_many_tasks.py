@@ -73,6 +73,7 @@ def test_task_count_300_to_50_to_300_fences_every_old_task(
     url = worker.rest_url
     try:
         worker.start()
+        previous = 0
         for tasks in (TASKS, 50, TASKS):
             deadline = time.monotonic() + 60
             status = None
@@ -88,7 +89,14 @@ def test_task_count_300_to_50_to_300_fences_every_old_task(
                     continue
                 status = answer.status_code
             assert status in (200, 201), worker.tail()
+            # The new generation's round fences every task of the previous one (the
+            # statuses alone could still show the previous generation's tasks RUNNING).
+            done = f"fencing round done connector=many fenced={previous} "
+            deadline = time.monotonic() + START_TIMEOUT
+            while done not in worker.log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
             worker.wait_running("many", tasks, timeout=START_TIMEOUT)
+            previous = tasks
             time.sleep(2)
         verified(bootstrap, topic, TASKS * records, TASKS)
     finally:
