@@ -11,6 +11,7 @@ writes one record, then its polls return nothing): that is what idle tasks cost.
 
     python bench/scale.py [--tasks 10,100,300,1000] [--rate 10] [--window 30]
                           [--long-window 600] [--bootstrap HOST:PORT] [--keep-logs]
+                          [--set producer.client=librdkafka ...]
 
 ``--long-window`` applies to the largest N (the issue asks for 10 minutes at 1
 record/s per task there; ``--long-window 0`` uses ``--window``). A row fails loudly if
@@ -97,9 +98,17 @@ def task_states(http: httpx.Client, url: str) -> list[str]:
     return [t["state"] for t in body.get("tasks", [])]
 
 
-def one_row(bootstrap: str, home: Path, tasks: int, rate: float, window: float, idle: bool) -> Row:
+def one_row(
+    bootstrap: str,
+    home: Path,
+    tasks: int,
+    rate: float,
+    window: float,
+    idle: bool,
+    extra: dict[str, str],
+) -> Row:
     group = f"scale-{uuid.uuid4().hex[:8]}"
-    props = worker_props(bootstrap, group, offset_storage_partitions="25")
+    props = {**worker_props(bootstrap, group, offset_storage_partitions="25"), **extra}
     worker = WorkerProcess(home, props, [])
     config = {
         "connector.class": "VerifiableSource",
@@ -174,7 +183,12 @@ def main() -> None:
     parser.add_argument("--no-idle", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="a worker setting, e.g. --set producer.client=librdkafka (repeatable)",
+    )  # fmt: skip
     args = parser.parse_args()
+    extra = dict(item.split("=", 1) for item in args.set)
     counts = [int(n) for n in args.tasks.split(",")]
     root = Path(tempfile.mkdtemp(prefix="eos-scale-"))
     rows: list[Row] = []
@@ -185,15 +199,18 @@ def main() -> None:
             rate = args.long_rate if largest and args.long_window else args.rate
             home = root / f"row-{n}"
             home.mkdir()
-            rows.append(one_row(bootstrap, home, n, rate, window, idle=False))
+            rows.append(one_row(bootstrap, home, n, rate, window, idle=False, extra=extra))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
         if not args.no_idle:
             home = root / "idle"
             home.mkdir()
-            rows.append(one_row(bootstrap, home, counts[-1], 0, args.window, idle=True))
+            last = one_row(bootstrap, home, counts[-1], 0, args.window, idle=True, extra=extra)
+            rows.append(last)
     load = os.getloadavg()
     print()
-    print(f"eos worker, one broker on loopback, {os.cpu_count()} CPUs, load {load[0]:.1f}")
+    settings = " ".join(args.set) or "defaults"
+    print(f"eos worker ({settings}), one broker on loopback, {os.cpu_count()} CPUs, "
+          f"load {load[0]:.1f}")  # fmt: skip
     print(table(rows))
     if args.keep_logs:
         print(f"logs: {root}")
