@@ -1,0 +1,327 @@
+"""The librdkafka task producer (``producer.client=librdkafka``, the ``eos[librdkafka]``
+extra: ``confluent-kafka``).
+
+librdkafka batches, compresses and sends in its own C threads, so the task's event loop
+only hands it records (``produce``, a C call per record, no Python batch building).
+
+Off the event loop: the calls that block until the broker answers (``init_transactions``,
+``commit_transaction``, ``abort_transaction``, ``flush``) run in a worker thread
+(:func:`anyio.to_thread.run_sync`), in short slices (:data:`SLICE_S`) so a cancelled
+task is not held up by one of them for long.
+
+Delivery reports: librdkafka reports only failures (``delivery.report.only.error``)
+unless the task overrides ``commit_record``, which needs where each record went. A report
+is served by ``poll`` or ``flush`` in whichever thread calls it; the callbacks only append
+to a list the task's loop reads (:meth:`LibrdkafkaTaskProducer.check`), so nothing of the
+loop is touched from another thread.
+
+Keys are partitioned with ``murmur2_random``, Kafka's default partitioner, so a keyed record
+lands on the same partition as with the aiokafka producer or a Java client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import structlog
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from eos.api import RecordBlock, RecordMetadata, SourceRecord
+from eos.errors import EosError, FencedError, TaskError
+from eos.kafka.clients import ClientConfig
+from eos.runtime.producers.base import (
+    Convert,
+    OffsetRecords,
+    Outgoing,
+    ProducerClient,
+    SegmentSent,
+    SendFailed,
+)
+from eos.runtime.producers.settings import librdkafka_settings
+
+log = structlog.get_logger(__name__)
+
+SLICE_S = 0.5
+"""Longest single blocking librdkafka call; calls that need longer are repeated."""
+
+START_TIMEOUT_S = 30.0
+"""How long start-up may try to reach the cluster (aiokafka gives up about as soon)."""
+
+_FENCED = frozenset(
+    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+)
+_PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+
+Failures = list[tuple[Outgoing, KafkaError]]
+
+
+def _record_failure(failures: Failures, item: Outgoing, err: KafkaError | None, _msg: Any) -> None:
+    """Delivery report of a record of ``item`` (runs in whichever thread serves it)."""
+    if err is not None and err.code() not in _PURGED:
+        failures.append((item, err))
+
+
+class _Delivered:
+    """A record's delivery report, for ``commit_record`` (the per-record mode)."""
+
+    __slots__ = ("failures", "item", "md")
+
+    def __init__(self, failures: Failures, item: SourceRecord) -> None:
+        self.failures = failures
+        self.item = item
+        self.md: RecordMetadata | None = None
+
+    def __call__(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            _, stamp = msg.timestamp()
+            self.md = RecordMetadata(msg.topic(), msg.partition(), msg.offset(), stamp)
+        elif err.code() not in _PURGED:
+            self.failures.append((self.item, err))
+
+    def metadata(self) -> RecordMetadata | None:
+        return self.md
+
+
+def as_eos_error(err: KafkaError, what: str) -> EosError:
+    """``err`` as eos's errors: fenced (a zombie, or a timed-out transaction), else fatal."""
+    if err.code() in _FENCED:
+        return FencedError(f"producer fenced: {err.str()} ({what})")
+    return TaskError(f"{what} failed: {err.name()}: {err.str()}")
+
+
+class LibrdkafkaTaskProducer:
+    client: ProducerClient = "librdkafka"
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int | None = None,
+        per_record: bool = False,
+    ) -> None:
+        settings: dict[str, Any] = dict(librdkafka_settings(config))
+        settings.update(
+            {
+                "enable.idempotence": True,
+                "partitioner": "murmur2_random",
+                "delivery.report.only.error": not per_record,
+                "error_cb": self._on_error,
+            }
+        )
+        if transactional_id is not None:
+            settings["transactional.id"] = transactional_id
+        if transaction_timeout_ms is not None:
+            settings["transaction.timeout.ms"] = transaction_timeout_ms
+        self._bootstrap = config.bootstrap_servers
+        self._transactional = transactional_id is not None
+        self._producer = Producer(settings)
+        self._failures: Failures = []
+        self._fatal: KafkaError | None = None
+
+    def _on_error(self, err: KafkaError) -> None:
+        """Client-level errors (librdkafka's own thread, via poll): keep a fatal one."""
+        if err.fatal() and self._fatal is None:
+            self._fatal = err
+
+    # ------------------------------------------------------------ blocking calls
+
+    async def _blocking(self, call: Callable[[float], Any], what: str, limit: float | None) -> None:
+        """Run ``call(SLICE_S)`` in a thread until it stops timing out (or ``limit`` s)."""
+        deadline = None if limit is None else time.monotonic() + limit
+        while True:
+            try:
+                await anyio.to_thread.run_sync(call, SLICE_S)
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                timed_out = err.code() in (KafkaError._TIMED_OUT, KafkaError._TIMED_OUT_QUEUE)
+                if not (err.retriable() or timed_out) or err.txn_requires_abort():
+                    raise self._error(err, what) from exc
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._error(err, what) from exc
+
+    def _error(self, err: KafkaError, what: str) -> EosError:
+        self._serve()
+        if self._failures:  # a failed record explains a failed commit best
+            item, failed = self._failures[0]
+            raise SendFailed(item, as_eos_error(failed, "sending"))
+        return as_eos_error(err, what)
+
+    # ------------------------------------------------------------------ the port
+
+    async def start(self) -> None:
+        if self._transactional:
+            try:
+                await self._blocking(self._producer.init_transactions, "init", START_TIMEOUT_S)
+            except TaskError as exc:
+                raise TaskError(
+                    f"the task's producer could not initialise its transactions with the "
+                    f"cluster at bootstrap.servers={self._bootstrap}: {exc}"
+                ) from exc
+            return
+        try:
+            await anyio.to_thread.run_sync(self._producer.list_topics, None, START_TIMEOUT_S)
+        except KafkaException as exc:
+            raise TaskError(
+                f"the task's producer cannot reach the cluster at "
+                f"bootstrap.servers={self._bootstrap}: {exc.args[0].str()}"
+            ) from exc
+
+    async def begin(self) -> None:
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            raise self._error(exc.args[0], "begin transaction") from exc
+
+    async def send(
+        self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
+    ) -> SegmentSent:
+        sent = SegmentSent()
+        produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
+        failures = self._failures
+        nbytes = 0
+        for item in items:
+            if type(item) is SourceRecord:
+                key, value = convert(item)
+                nbytes += (len(key) if key else 0) + (len(value) if value else 0)
+                report: Callable[[KafkaError | None, Any], None]
+                if per_record:
+                    report = delivered = _Delivered(failures, item)
+                    sent.records.append((item, delivered))
+                else:
+                    report = partial(_record_failure, failures, item)
+                partition = -1 if item.partition is None else item.partition
+                headers = list(item.headers) if item.headers else None
+                try:
+                    produce(
+                        item.topic,
+                        value,
+                        key,
+                        partition,
+                        report,
+                        timestamp=item.timestamp or 0,
+                        headers=headers,
+                    )
+                except BufferError:
+                    await self._room()
+                    produce(
+                        item.topic,
+                        value,
+                        key,
+                        partition,
+                        report,
+                        timestamp=item.timestamp or 0,
+                        headers=headers,
+                    )
+                except (KafkaException, TypeError, ValueError) as exc:
+                    raise SendFailed(item, self._cause(exc)) from exc
+            else:
+                assert isinstance(item, RecordBlock)
+                nbytes += await self._block(item)
+        self._producer.poll(0)  # serve delivery reports (non-blocking)
+        sent.nbytes = nbytes
+        return sent
+
+    async def _block(self, block: RecordBlock) -> int:
+        """Produce every row of ``block``; the bytes of its keys and values."""
+        from eos.runtime.sending import header_rows
+
+        n = len(block.values)
+        keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
+        stamps: Sequence[int | None] = (
+            block.timestamps if block.timestamps is not None else [None] * n
+        )
+        topics: Sequence[str] = block.topics if block.topics is not None else [block.topic] * n
+        report = partial(_record_failure, self._failures, block)
+        produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
+        rows = zip(topics, keys, block.values, stamps, header_rows(block), strict=False)
+        try:
+            for topic, key, value, stamp, headers in rows:
+                try:
+                    produce(
+                        topic, value, key, -1, report, timestamp=stamp or 0, headers=headers or None
+                    )
+                except BufferError:
+                    await self._room()
+                    produce(
+                        topic, value, key, -1, report, timestamp=stamp or 0, headers=headers or None
+                    )
+        except (KafkaException, TypeError, ValueError) as exc:
+            raise SendFailed(block, self._cause(exc)) from exc
+        nbytes = sum(map(len, filter(None, block.values)))
+        if block.keys is not None:
+            nbytes += sum(map(len, filter(None, block.keys)))
+        return nbytes
+
+    def _cause(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, KafkaException):
+            return as_eos_error(exc.args[0], "produce")
+        return exc
+
+    async def _room(self) -> None:
+        """librdkafka's queue is full: wait (in a thread) until it has sent some."""
+        await anyio.to_thread.run_sync(self._producer.poll, 0.05)
+
+    def _serve(self) -> None:
+        self._producer.poll(0)
+
+    def check(self) -> None:
+        if self._fatal is not None:
+            raise as_eos_error(self._fatal, "the producer")
+        if self._failures:
+            item, err = self._failures[0]
+            raise SendFailed(item, as_eos_error(err, "sending"))
+
+    async def flush(self) -> None:
+        while await anyio.to_thread.run_sync(self._producer.flush, SLICE_S):
+            self.check()
+        self.check()
+
+    async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
+        item = SourceRecord({"offsets topic": topic}, None, topic, None)
+        report = partial(_record_failure, self._failures, item)
+        for key, value in records:
+            try:
+                self._producer.produce(topic, value, key, -1, report)
+            except BufferError:
+                await self._room()
+                self._producer.produce(topic, value, key, -1, report)
+            except KafkaException as exc:
+                raise self._error(exc.args[0], "sending offsets") from exc
+
+    async def commit(self) -> None:
+        await self._blocking(self._producer.commit_transaction, "committing the transaction", None)
+        self._serve()
+        self._failures.clear()
+
+    async def abort(self) -> None:
+        try:
+            await self._blocking(self._producer.abort_transaction, "aborting the transaction", None)
+        finally:
+            self._serve()  # the purged records' reports
+            self._failures.clear()
+
+    async def close(self) -> None:
+        producer = self._producer
+        try:
+            producer.purge()
+            await anyio.to_thread.run_sync(producer.close, abandon_on_cancel=True)
+        except Exception as exc:
+            log.debug("producer close failed", error=repr(exc))
+
+
+def make(
+    config: ClientConfig, fixed: Mapping[str, Any], per_record: bool
+) -> LibrdkafkaTaskProducer:
+    return LibrdkafkaTaskProducer(
+        config,
+        transactional_id=fixed.get("transactional_id"),
+        transaction_timeout_ms=fixed.get("transaction_timeout_ms"),
+        per_record=per_record,
+    )
