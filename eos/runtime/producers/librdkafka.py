@@ -49,6 +49,9 @@ log = structlog.get_logger(__name__)
 SLICE_S = 0.5
 """Longest single blocking librdkafka call; calls that need longer are repeated."""
 
+ABORT_FLUSH_S = 30.0
+"""How long an abort first waits for the records of the transaction to be delivered."""
+
 START_TIMEOUT_S = 30.0
 """How long start-up may try to reach the cluster (aiokafka gives up about as soon)."""
 
@@ -224,7 +227,7 @@ class LibrdkafkaTaskProducer:
             else:
                 assert isinstance(item, RecordBlock)
                 nbytes += await self._block(item)
-        self._producer.poll(0)  # serve delivery reports (non-blocking)
+        self._serve()  # delivery reports (non-blocking)
         sent.nbytes = nbytes
         return sent
 
@@ -269,7 +272,10 @@ class LibrdkafkaTaskProducer:
         await anyio.to_thread.run_sync(self._producer.poll, 0.05)
 
     def _serve(self) -> None:
-        self._producer.poll(0)
+        try:
+            self._producer.poll(0)
+        except KafkaException as exc:  # a fatal error is also raised by poll
+            self._on_error(exc.args[0])
 
     def check(self) -> None:
         if self._fatal is not None:
@@ -301,6 +307,12 @@ class LibrdkafkaTaskProducer:
         self._failures.clear()
 
     async def abort(self) -> None:
+        # Deliver what was produced first: on a broker with transaction version 2 (Kafka
+        # 4.x) the partitions join the transaction when the records arrive, and aborting
+        # before they did ends in INVALID_TXN_STATE, a fatal error for the producer.
+        with anyio.move_on_after(ABORT_FLUSH_S):
+            while await anyio.to_thread.run_sync(self._producer.flush, SLICE_S):
+                pass
         try:
             await self._blocking(self._producer.abort_transaction, "aborting the transaction", None)
         finally:
