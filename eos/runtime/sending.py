@@ -166,7 +166,7 @@ class _Segment:
             await self._append_block(block)
         except TypeError as exc:
             raise ConversionError(
-                f"row {_bad_row(block)} of {where(block)} cannot be written: keys, values "
+                f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
                 f"and header values must be bytes or None, timestamps int or None ({exc})"
             ) from exc
         self.sent.nbytes += sum(map(len, filter(None, block.values)))
@@ -260,7 +260,7 @@ class _Segment:
         return self.sent
 
 
-def _bad_row(block: RecordBlock) -> int | str:
+def bad_row(block: RecordBlock) -> int | str:
     """The first row of ``block`` with a key, value, timestamp or header value of the
     wrong type ("?" if none is found)."""
     fine = (bytes, bytearray, memoryview, type(None))

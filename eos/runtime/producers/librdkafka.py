@@ -16,11 +16,13 @@ to a list the task's loop reads (:meth:`LibrdkafkaTaskProducer.check`), so nothi
 loop is touched from another thread.
 
 Keys are partitioned with ``murmur2_random``, Kafka's default partitioner, so a keyed record
-lands on the same partition as with the aiokafka producer or a Java client.
+lands on the same partition as with the aiokafka producer or a Java client. Records without
+a key stick to one partition per send and topic, chosen here, as the aiokafka producer does.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -32,7 +34,7 @@ import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
-from eos.errors import EosError, FencedError, TaskError
+from eos.errors import ConversionError, EosError, FencedError, TaskError
 from eos.kafka.clients import ClientConfig
 from eos.runtime.producers.base import (
     Convert,
@@ -43,6 +45,7 @@ from eos.runtime.producers.base import (
     SendFailed,
 )
 from eos.runtime.producers.settings import librdkafka_settings
+from eos.runtime.sending import bad_row, header_rows, where
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +54,9 @@ SLICE_S = 0.5
 
 ABORT_FLUSH_S = 30.0
 """How long an abort first waits for the records of the transaction to be delivered."""
+
+METADATA_MAX_AGE_S = 60.0
+"""How long a topic's partition count is reused (for the partition of records without a key)."""
 
 START_TIMEOUT_S = 30.0
 """How long start-up may try to reach the cluster (aiokafka gives up about as soon)."""
@@ -90,6 +96,23 @@ class _Delivered:
         return self.md
 
 
+_FINE = frozenset({bytes, type(None)})
+
+
+def _check_columns(block: RecordBlock) -> None:
+    """librdkafka would take a str as its UTF-8 bytes; a block must hold bytes (as the
+    aiokafka producer requires). A set of the column's types: no Python loop per row."""
+    columns: list[Sequence[object]] = [block.values, *block.header_columns.values()]
+    if block.keys is not None:
+        columns.append(block.keys)
+    for column in columns:
+        if not set(map(type, column)) <= _FINE:
+            raise ConversionError(
+                f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
+                "and header values must be bytes or None, timestamps int or None"
+            )
+
+
 def as_eos_error(err: KafkaError, what: str) -> EosError:
     """``err`` as eos's errors: fenced (a zombie, or a timed-out transaction), else fatal."""
     if err.code() in _FENCED:
@@ -126,6 +149,32 @@ class LibrdkafkaTaskProducer:
         self._producer = Producer(settings)
         self._failures: Failures = []
         self._fatal: KafkaError | None = None
+        self._partitions: dict[str, tuple[float, int]] = {}
+        """Partition count per topic, and when it was learnt."""
+
+    async def _count(self, topic: str) -> int:
+        known = self._partitions.get(topic)
+        now = time.monotonic()
+        if known is None or now - known[0] > METADATA_MAX_AGE_S:
+            try:
+                metadata = await anyio.to_thread.run_sync(
+                    partial(self._producer.list_topics, topic, START_TIMEOUT_S)
+                )
+            except KafkaException as exc:
+                raise self._error(exc.args[0], f"metadata of topic {topic!r}") from exc
+            found = metadata.topics.get(topic)
+            count = len(found.partitions) if found is not None and not found.error else 0
+            if count == 0:
+                raise TaskError(f"topic {topic!r} has no partitions (does it exist?)")
+            known = self._partitions[topic] = (now, count)
+        return known[1]
+
+    async def _sticky(self, sticky: dict[str, int], topic: str) -> int:
+        """The partition of this send's records without a key for ``topic``."""
+        chosen = sticky.get(topic)
+        if chosen is None:
+            chosen = sticky[topic] = random.randrange(await self._count(topic))
+        return chosen
 
     def _on_error(self, err: KafkaError) -> None:
         """Client-level errors (librdkafka's own thread, via poll): keep a fatal one."""
@@ -188,6 +237,7 @@ class LibrdkafkaTaskProducer:
         sent = SegmentSent()
         produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
         failures = self._failures
+        sticky: dict[str, int] = {}
         nbytes = 0
         for item in items:
             if type(item) is SourceRecord:
@@ -199,7 +249,9 @@ class LibrdkafkaTaskProducer:
                     sent.records.append((item, delivered))
                 else:
                     report = partial(_record_failure, failures, item)
-                partition = -1 if item.partition is None else item.partition
+                partition = item.partition
+                if partition is None:
+                    partition = -1 if key is not None else await self._sticky(sticky, item.topic)
                 headers = list(item.headers) if item.headers else None
                 try:
                     produce(
@@ -222,19 +274,23 @@ class LibrdkafkaTaskProducer:
                         timestamp=item.timestamp or 0,
                         headers=headers,
                     )
-                except (KafkaException, TypeError, ValueError) as exc:
+                except TypeError as exc:
+                    raise ConversionError(
+                        f"{where(item)} cannot be written: its timestamp must be int or None "
+                        f"and its header values bytes ({exc})"
+                    ) from exc
+                except (KafkaException, ValueError) as exc:
                     raise SendFailed(item, self._cause(exc)) from exc
             else:
                 assert isinstance(item, RecordBlock)
-                nbytes += await self._block(item)
+                nbytes += await self._block(item, sticky)
         self._serve()  # delivery reports (non-blocking)
         sent.nbytes = nbytes
         return sent
 
-    async def _block(self, block: RecordBlock) -> int:
+    async def _block(self, block: RecordBlock, sticky: dict[str, int]) -> int:
         """Produce every row of ``block``; the bytes of its keys and values."""
-        from eos.runtime.sending import header_rows
-
+        _check_columns(block)
         n = len(block.values)
         keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
         stamps: Sequence[int | None] = (
@@ -246,16 +302,24 @@ class LibrdkafkaTaskProducer:
         rows = zip(topics, keys, block.values, stamps, header_rows(block), strict=False)
         try:
             for topic, key, value, stamp, headers in rows:
+                partition = -1
+                if key is None:
+                    partition = sticky.get(topic, -1)
+                    if partition < 0:
+                        partition = await self._sticky(sticky, topic)
                 try:
-                    produce(
-                        topic, value, key, -1, report, timestamp=stamp or 0, headers=headers or None
-                    )
+                    produce(topic, value, key, partition, report, timestamp=stamp or 0,
+                            headers=headers or None)  # fmt: skip
                 except BufferError:
                     await self._room()
-                    produce(
-                        topic, value, key, -1, report, timestamp=stamp or 0, headers=headers or None
-                    )
-        except (KafkaException, TypeError, ValueError) as exc:
+                    produce(topic, value, key, partition, report, timestamp=stamp or 0,
+                            headers=headers or None)  # fmt: skip
+        except TypeError as exc:
+            raise ConversionError(
+                f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
+                f"and header values must be bytes or None, timestamps int or None ({exc})"
+            ) from exc
+        except (KafkaException, ValueError) as exc:
             raise SendFailed(block, self._cause(exc)) from exc
         nbytes = sum(map(len, filter(None, block.values)))
         if block.keys is not None:
