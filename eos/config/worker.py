@@ -229,9 +229,9 @@ WORKER_CONFIG: Final = (
         OneOf("aiokafka", "librdkafka"),
         Importance.MEDIUM,
         "The Kafka client of the tasks' producers: aiokafka (pure Python, the default) or "
-        "librdkafka (confluent-kafka, the eos[librdkafka] extra: about 2-3 times the records "
-        "per second and less CPU per record, see docs/performance.md). Connectors may choose "
-        "their own with producer.client. The worker's other clients always use aiokafka.",
+        "librdkafka (confluent-kafka, the eos[librdkafka] extra: more records per second and "
+        "less CPU per record, see docs/performance.md). A connector may choose its own with "
+        "producer.client. The worker's other clients always use aiokafka.",
         "tasks",
     )
     .define(
