@@ -76,24 +76,28 @@ def _record_failure(failures: Failures, item: Outgoing, err: KafkaError | None, 
 
 
 class _Delivered:
-    """A record's delivery report, for ``commit_record`` (the per-record mode)."""
+    """A record's delivery report, for ``commit_record`` (the per-record mode). The
+    report runs once per record: it keeps the message and reads it only when asked."""
 
-    __slots__ = ("failures", "item", "md")
+    __slots__ = ("failures", "item", "msg")
 
     def __init__(self, failures: Failures, item: SourceRecord) -> None:
         self.failures = failures
         self.item = item
-        self.md: RecordMetadata | None = None
+        self.msg: Any = None
 
     def __call__(self, err: KafkaError | None, msg: Any) -> None:
         if err is None:
-            _, stamp = msg.timestamp()
-            self.md = RecordMetadata(msg.topic(), msg.partition(), msg.offset(), stamp)
+            self.msg = msg
         elif err.code() not in _PURGED:
             self.failures.append((self.item, err))
 
     def metadata(self) -> RecordMetadata | None:
-        return self.md
+        msg = self.msg
+        if msg is None:
+            return None
+        _, stamp = msg.timestamp()
+        return RecordMetadata(msg.topic(), msg.partition(), msg.offset(), stamp)
 
 
 _FINE = frozenset({bytes, type(None)})
@@ -132,6 +136,9 @@ class LibrdkafkaTaskProducer:
         per_record: bool = False,
     ) -> None:
         settings: dict[str, Any] = dict(librdkafka_settings(config))
+        # A commit waits for everything queued: let an interval's worth of records queue
+        # up (librdkafka's default, 100 000, makes a fast task wait for room).
+        settings.setdefault("queue.buffering.max.messages", 1_000_000)
         settings.update(
             {
                 "enable.idempotence": True,
