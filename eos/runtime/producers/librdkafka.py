@@ -10,7 +10,10 @@ Off the event loop: the calls that block until the broker answers (``init_transa
 task is not held up by one of them for long.
 
 Delivery reports: librdkafka reports only failures (``delivery.report.only.error``)
-unless the task overrides ``commit_record``, which needs where each record went. A report
+unless the task overrides ``commit_record``, which needs where each record went. To keep
+the per-record cost at the ``produce`` call itself, the records of one send share one
+report callback, so a delivery failure names the first record (or block) of its send;
+a record refused at once (too large, say) is named exactly. A report
 is served by ``poll`` or ``flush`` in whichever thread calls it; the callbacks only append
 to a list the task's loop reads (:meth:`LibrdkafkaTaskProducer.check`), so nothing of the
 loop is touched from another thread.
@@ -246,41 +249,28 @@ class LibrdkafkaTaskProducer:
         failures = self._failures
         sticky: dict[str, int] = {}
         nbytes = 0
+        report: Callable[[KafkaError | None, Any], None] | None = None
         for item in items:
             if type(item) is SourceRecord:
                 key, value = convert(item)
                 nbytes += (len(key) if key else 0) + (len(value) if value else 0)
-                report: Callable[[KafkaError | None, Any], None]
                 if per_record:
                     report = delivered = _Delivered(failures, item)
                     sent.records.append((item, delivered))
-                else:
+                elif report is None:  # one per send: a later failure names its first record
                     report = partial(_record_failure, failures, item)
                 partition = item.partition
                 if partition is None:
                     partition = -1 if key is not None else await self._sticky(sticky, item.topic)
-                headers = list(item.headers) if item.headers else None
                 try:
-                    produce(
-                        item.topic,
-                        value,
-                        key,
-                        partition,
-                        report,
-                        timestamp=item.timestamp or 0,
-                        headers=headers,
-                    )
-                except BufferError:
-                    await self._room()
-                    produce(
-                        item.topic,
-                        value,
-                        key,
-                        partition,
-                        report,
-                        timestamp=item.timestamp or 0,
-                        headers=headers,
-                    )
+                    if item.timestamp is None and not item.headers:  # positional: the fast call
+                        try:
+                            produce(item.topic, value, key, partition, report)
+                        except BufferError:
+                            await self._room()
+                            produce(item.topic, value, key, partition, report)
+                    else:
+                        await self._produce_full(item, key, value, partition, report)
                 except TypeError as exc:
                     raise ConversionError(
                         f"{where(item)} cannot be written: its timestamp must be int or None "
@@ -295,32 +285,52 @@ class LibrdkafkaTaskProducer:
         sent.nbytes = nbytes
         return sent
 
+    async def _produce_full(
+        self,
+        item: SourceRecord,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int,
+        report: Callable[[KafkaError | None, Any], None],
+    ) -> None:
+        """Produce a record with a timestamp or headers (keywords: the slower call)."""
+        produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
+        headers = list(item.headers) if item.headers else None
+        stamp = item.timestamp or 0
+        try:
+            produce(item.topic, value, key, partition, report, timestamp=stamp, headers=headers)
+        except BufferError:
+            await self._room()
+            produce(item.topic, value, key, partition, report, timestamp=stamp, headers=headers)
+
+    async def _keyed_rows(
+        self,
+        topic: str,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        report: Callable[[KafkaError | None, Any], None],
+    ) -> None:
+        """The common block: one topic, every row keyed, no timestamps or headers (the
+        positional call, librdkafka partitions by key)."""
+        produce: Callable[..., None] = self._producer.produce
+        for key, value in zip(keys, values, strict=True):
+            try:
+                produce(topic, value, key, -1, report)
+            except BufferError:
+                await self._room()
+                produce(topic, value, key, -1, report)
+
     async def _block(self, block: RecordBlock, sticky: dict[str, int]) -> int:
         """Produce every row of ``block``; the bytes of its keys and values."""
         _check_columns(block)
-        n = len(block.values)
-        keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
-        stamps: Sequence[int | None] = (
-            block.timestamps if block.timestamps is not None else [None] * n
-        )
-        topics: Sequence[str] = block.topics if block.topics is not None else [block.topic] * n
         report = partial(_record_failure, self._failures, block)
-        produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
-        rows = zip(topics, keys, block.values, stamps, header_rows(block), strict=False)
+        plain = block.timestamps is None and not block.headers and not block.header_columns
+        keys = block.keys
         try:
-            for topic, key, value, stamp, headers in rows:
-                partition = -1
-                if key is None:
-                    partition = sticky.get(topic, -1)
-                    if partition < 0:
-                        partition = await self._sticky(sticky, topic)
-                try:
-                    produce(topic, value, key, partition, report, timestamp=stamp or 0,
-                            headers=headers or None)  # fmt: skip
-                except BufferError:
-                    await self._room()
-                    produce(topic, value, key, partition, report, timestamp=stamp or 0,
-                            headers=headers or None)  # fmt: skip
+            if plain and block.topics is None and keys is not None and None not in keys:
+                await self._keyed_rows(block.topic, keys, block.values, report)
+            else:
+                await self._rows(block, report, sticky)
         except TypeError as exc:
             raise ConversionError(
                 f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
@@ -329,9 +339,38 @@ class LibrdkafkaTaskProducer:
         except (KafkaException, ValueError) as exc:
             raise SendFailed(block, self._cause(exc)) from exc
         nbytes = sum(map(len, filter(None, block.values)))
-        if block.keys is not None:
-            nbytes += sum(map(len, filter(None, block.keys)))
+        if keys is not None:
+            nbytes += sum(map(len, filter(None, keys)))
         return nbytes
+
+    async def _rows(
+        self,
+        block: RecordBlock,
+        report: Callable[[KafkaError | None, Any], None],
+        sticky: dict[str, int],
+    ) -> None:
+        """Any block, row by row (keywords for timestamps and headers)."""
+        n = len(block.values)
+        keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
+        stamps: Sequence[int | None] = (
+            block.timestamps if block.timestamps is not None else [None] * n
+        )
+        topics: Sequence[str] = block.topics if block.topics is not None else [block.topic] * n
+        produce: Callable[..., None] = self._producer.produce  # headers: list[tuple[str, bytes]]
+        rows = zip(topics, keys, block.values, stamps, header_rows(block), strict=False)
+        for topic, key, value, stamp, headers in rows:
+            partition = -1
+            if key is None:
+                partition = sticky.get(topic, -1)
+                if partition < 0:
+                    partition = await self._sticky(sticky, topic)
+            try:
+                produce(topic, value, key, partition, report, timestamp=stamp or 0,
+                        headers=headers or None)  # fmt: skip
+            except BufferError:
+                await self._room()
+                produce(topic, value, key, partition, report, timestamp=stamp or 0,
+                        headers=headers or None)  # fmt: skip
 
     def _cause(self, exc: BaseException) -> BaseException:
         if isinstance(exc, KafkaException):
