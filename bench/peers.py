@@ -274,8 +274,13 @@ def timed_file_run(
     topic = config["topic"]
     create_topic(bootstrap, topic)
     cpu0, broker0 = proc_cpu(pid), brokers_cpu(brokers)
-    started = time.perf_counter()
-    response = httpx.post(f"{url}/connectors", json={"name": name, "config": config}, timeout=60)
+    while True:  # 409: a rebalance (after the previous connector's deletion) is under way
+        started = time.perf_counter()
+        body = {"name": name, "config": config}
+        response = httpx.post(f"{url}/connectors", json=body, timeout=60)
+        if response.status_code not in (409, 503):
+            break
+        time.sleep(0.5)
     response.raise_for_status()
     value = json.dumps(last).encode()
     finished = anyio.run(wait_last_committed, bootstrap, topic, value, 600.0)
