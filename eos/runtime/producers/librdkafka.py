@@ -175,7 +175,7 @@ class LibrdkafkaTaskProducer:
             found = metadata.topics.get(topic)
             count = len(found.partitions) if found is not None and not found.error else 0
             if count == 0:
-                raise TaskError(f"topic {topic!r} has no partitions (does it exist?)")
+                return 0  # not there (yet): asked again by the next send
             known = self._partitions[topic] = (now, count)
         return known[1]
 
@@ -183,7 +183,10 @@ class LibrdkafkaTaskProducer:
         """The partition of this send's records without a key for ``topic``."""
         chosen = sticky.get(topic)
         if chosen is None:
-            chosen = sticky[topic] = random.randrange(await self._count(topic))
+            count = await self._count(topic)
+            # A topic not created yet: librdkafka creates it (if the broker auto-creates
+            # topics) and picks the partition itself (-1).
+            chosen = sticky[topic] = random.randrange(count) if count else -1
         return chosen
 
     def _on_error(self, err: KafkaError) -> None:
@@ -361,9 +364,8 @@ class LibrdkafkaTaskProducer:
         for topic, key, value, stamp, headers in rows:
             partition = -1
             if key is None:
-                partition = sticky.get(topic, -1)
-                if partition < 0:
-                    partition = await self._sticky(sticky, topic)
+                chosen = sticky.get(topic)
+                partition = await self._sticky(sticky, topic) if chosen is None else chosen
             try:
                 produce(topic, value, key, partition, report, timestamp=stamp or 0,
                         headers=headers or None)  # fmt: skip
