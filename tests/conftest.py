@@ -111,3 +111,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             for node_id, tail in kafka.logs(60):
                 report.sections.append((f"broker log {name}/{node_id} (tail)", tail))  # type: ignore[attr-defined]
     return report
+
+
+PRODUCER_CLIENTS = ("aiokafka", "librdkafka")
+
+
+@pytest.fixture(params=PRODUCER_CLIENTS)
+def producer_client(request: pytest.FixtureRequest) -> str:
+    """Each task-producer client in turn (``producer.client``): exactly-once tests run on both."""
+    return str(request.param)

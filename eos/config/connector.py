@@ -37,7 +37,12 @@ from eos.config.definition import (
     TopicName,
     Type,
 )
-from eos.config.worker import WorkerConfig
+from eos.config.worker import (
+    PRODUCER_CLIENT,
+    ProducerClientName,
+    WorkerConfig,
+    check_producer_client,
+)
 from eos.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -155,6 +160,16 @@ CONNECTOR_CONFIG: Final = (
         "exactly-once",
     )
     .define(
+        PRODUCER_CLIENT,
+        Type.STRING,
+        None,
+        OneOf("aiokafka", "librdkafka"),
+        Importance.LOW,
+        "The Kafka client of this connector's task producers (default: the worker's "
+        "producer.client): aiokafka or librdkafka (the eos[librdkafka] extra).",
+        "common",
+    )
+    .define(
         "offsets.storage.topic",
         Type.STRING,
         None,
@@ -196,6 +211,8 @@ class ConnectorConfig:
     transaction_boundary: TransactionBoundaryName
     transaction_boundary_interval_ms: int | None
     offsets_topic: str | None
+    producer_client: ProducerClientName | None
+    """``producer.client`` of this connector (None: the worker's)."""
     producer_overrides: dict[str, str]
     """``producer.override.*`` without the prefix (and without ``transactional.id``)."""
     consumer_overrides: dict[str, str]
@@ -240,6 +257,9 @@ class ConnectorConfig:
             transaction_boundary=cast(TransactionBoundaryName, v["transaction.boundary"].lower()),
             transaction_boundary_interval_ms=v[_INTERVAL],
             offsets_topic=v["offsets.storage.topic"] or None,
+            producer_client=(
+                check_producer_client(v[PRODUCER_CLIENT]) if v[PRODUCER_CLIENT] else None
+            ),
             producer_overrides=_overrides(props, PRODUCER_OVERRIDE),
             consumer_overrides=_overrides(props, CONSUMER_OVERRIDE),
             admin_overrides=_overrides(props, ADMIN_OVERRIDE),
@@ -252,6 +272,10 @@ class ConnectorConfig:
         if self.transaction_boundary_interval_ms is not None:
             return self.transaction_boundary_interval_ms
         return worker.offset_flush_interval_ms
+
+    def task_producer_client(self, worker: WorkerConfig) -> ProducerClientName:
+        """The client of the task producers: the connector's, else the worker's."""
+        return self.producer_client or worker.producer_client
 
     def producer_transaction_timeout_ms(self, worker: WorkerConfig) -> int:
         """The task producer's ``transaction.timeout.ms``: the connector's override,
@@ -343,6 +367,12 @@ def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Pr
             values[name] = key.parse(props.get(name))
         except ConfigError as exc:
             problems.append(Problem(name, str(exc), exc))
+    client = values.get(PRODUCER_CLIENT)
+    if client:
+        try:
+            check_producer_client(client)
+        except ConfigError as exc:
+            problems.append(Problem(PRODUCER_CLIENT, str(exc), exc))
     try:
         timeout, timeout_key = _transaction_timeout(props, worker)
     except ConfigError as exc:

@@ -22,6 +22,7 @@ Anything else is logged as unknown and ignored. ``producer.transactional.id`` an
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import socket
 from collections.abc import Mapping
@@ -52,6 +53,21 @@ log = structlog.get_logger(__name__)
 ExactlyOnceSourceSupport = Literal["disabled", "preparing", "enabled"]
 RebalanceProtocol = Literal["eager", "compatible", "sessioned"]
 TopicKind = Literal["config", "offset", "status"]
+ProducerClientName = Literal["aiokafka", "librdkafka"]
+
+PRODUCER_CLIENT: Final = "producer.client"
+LIBRDKAFKA_MISSING: Final = (
+    "producer.client=librdkafka needs the confluent-kafka package: "
+    "pip install 'eos[librdkafka]' (or pip install confluent-kafka)"
+)
+
+
+def check_producer_client(value: str, key: str = PRODUCER_CLIENT) -> ProducerClientName:
+    """``value`` as a producer client name; :class:`ConfigError` if its package is missing."""
+    client = cast(ProducerClientName, value.lower())
+    if client == "librdkafka" and importlib.util.find_spec("confluent_kafka") is None:
+        raise ConfigError(key, value, LIBRDKAFKA_MISSING)
+    return client
 
 
 class ReplicationFactor:
@@ -204,6 +220,18 @@ WORKER_CONFIG: Final = (
         Importance.LOW,
         "How long an at-least-once offset flush may wait for outstanding records before it "
         "is given up; exactly-once commits are not bounded by it.",
+        "tasks",
+    )
+    .define(
+        PRODUCER_CLIENT,
+        Type.STRING,
+        "aiokafka",
+        OneOf("aiokafka", "librdkafka"),
+        Importance.MEDIUM,
+        "The Kafka client of the tasks' producers: aiokafka (pure Python, the default) or "
+        "librdkafka (confluent-kafka, the eos[librdkafka] extra: more records per second and "
+        "less CPU per record, see docs/performance.md). A connector may choose its own with "
+        "producer.client. The worker's other clients always use aiokafka.",
         "tasks",
     )
     .define(
@@ -480,6 +508,8 @@ class WorkerConfig:
     exactly_once: ExactlyOnceSourceSupport
     offset_flush_interval_ms: int
     offset_flush_timeout_ms: int
+    producer_client: ProducerClientName
+    """The tasks' producer client (``producer.client``), unless a connector picks its own."""
     graceful_shutdown_ms: int
     session_timeout_ms: int
     heartbeat_interval_ms: int
@@ -535,6 +565,7 @@ class WorkerConfig:
             exactly_once=cast(ExactlyOnceSourceSupport, v["exactly.once.source.support"].lower()),
             offset_flush_interval_ms=v["offset.flush.interval.ms"],
             offset_flush_timeout_ms=v["offset.flush.timeout.ms"],
+            producer_client=check_producer_client(v[PRODUCER_CLIENT]),
             graceful_shutdown_ms=v["task.shutdown.graceful.timeout.ms"],
             session_timeout_ms=v["session.timeout.ms"],
             heartbeat_interval_ms=v["heartbeat.interval.ms"],
@@ -570,7 +601,11 @@ class WorkerConfig:
         """Kafka client settings (common and per role), without the ignored ones."""
         from eos.kafka.clients import ClientConfig
 
-        props = {k: v for k, v in self.raw.items() if k not in IGNORED_WORKER_SETTINGS}
+        props = {
+            k: v
+            for k, v in self.raw.items()
+            if k not in IGNORED_WORKER_SETTINGS and k != PRODUCER_CLIENT
+        }
         props["bootstrap.servers"] = ",".join(self.bootstrap_servers)
         return ClientConfig.from_properties(props)
 

@@ -184,7 +184,12 @@ def _translate(
             kwargs.setdefault("sasl_plain_username", creds.get("username"))
             kwargs.setdefault("sasl_plain_password", creds.get("password"))
         elif key not in _IGNORED_SILENTLY:
-            log.warning("client setting not supported, ignored", setting=key, client=role)
+            log.warning(
+                "client setting not supported, ignored",
+                setting=key,
+                client=role,
+                library="aiokafka",
+            )
     if ssl or kwargs.get("security_protocol", "PLAINTEXT") in ("SSL", "SASL_SSL"):
         kwargs["ssl_context"] = create_ssl_context(**ssl)
     kwargs.update(fixed)

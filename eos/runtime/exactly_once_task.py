@@ -10,8 +10,10 @@ Invariants:
 - the records of an aborted transaction never become visible, but their
   offsets are committed right after (an abort drops records, it does not rewind).
 
-aiokafka cannot bump its own epoch, so a transaction the broker timed out
-surfaces as "fenced". The task tells the two apart by the transaction's age.
+The producer is a port (:mod:`eos.runtime.producers`): aiokafka or librdkafka. aiokafka
+cannot bump its own epoch, so a transaction the broker timed out surfaces as "fenced";
+librdkafka reports it as a failed send or commit. Either way the task tells a timed-out
+transaction from a zombie (or another failure) by the transaction's age.
 """
 
 from __future__ import annotations
@@ -20,11 +22,8 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from aiokafka import errors as kerrors
-
 from eos.api import SourceTask
 from eos.errors import EosError, FencedError, TaskError, TransactionTimedOut
-from eos.kafka.clients import FENCED_ERRORS
 from eos.kafka.transactional_ids import task_transactional_id
 from eos.runtime.boundaries import (
     Action,
@@ -35,6 +34,7 @@ from eos.runtime.boundaries import (
     TransactionRequests,
 )
 from eos.runtime.observer import AbortReason
+from eos.runtime.producers import SendFailed
 from eos.runtime.sending import Outgoing, count_records
 from eos.runtime.source_task import InFlight, SourceTaskRunner, TaskDeps, TaskSpec
 
@@ -88,7 +88,7 @@ class ExactlyOnceTask(SourceTaskRunner):
     async def prepare_to_send(self) -> None:
         if self._inflight.opened_at is None:
             assert self._producer is not None
-            await self._call(self._producer.begin_transaction())
+            await self._call(self._producer.begin())
             self._inflight.opened_at = self.deps.clock.monotonic()
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
@@ -132,7 +132,7 @@ class ExactlyOnceTask(SourceTaskRunner):
         if batch.opened_at is None or self._producer is None:
             return
         try:
-            await self._producer.abort_transaction()
+            await self._producer.abort()
         except Exception as exc:  # the producer may already be unusable
             self.log.debug("abort after failure did not complete", error=repr(exc))
         self.deps.observer.transaction_aborted(len(batch) + held, reason)
@@ -154,13 +154,16 @@ class ExactlyOnceTask(SourceTaskRunner):
         await self._send_offsets(batch)
         started = time.perf_counter()
         try:
-            await self._call(self._producer.commit_transaction())
-        except EosError:
-            raise
-        except kerrors.KafkaError as exc:
+            await self._call(self._producer.commit())
+        except SendFailed as failed:
             self.deps.observer.offset_commit_failed()
-            self._check_sent()  # a failed batch explains the failed commit best
-            raise TaskError(f"committing the transaction failed: {exc!r}") from exc
+            raise self.send_error(failed.item, failed.cause) from failed.cause
+        except FencedError:
+            raise
+        except EosError:
+            self.deps.observer.offset_commit_failed()
+            self._check_sent()  # a failed send explains the failed commit best
+            raise
         self._inflight = self.new_inflight()
         open_for = self.deps.clock.monotonic() - batch.opened_at
         self.deps.observer.transaction_committed(
@@ -174,7 +177,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             self.log.warning("the task asked to abort, but no transaction is open; ignored")
             return
         assert self._producer is not None
-        await self._call(self._producer.abort_transaction())
+        await self._call(self._producer.abort())
         self._inflight = self.new_inflight()
         self.deps.observer.transaction_aborted(len(batch), "connector")
         if not batch.offsets:
@@ -182,27 +185,42 @@ class ExactlyOnceTask(SourceTaskRunner):
         # Progress moves past the dropped records: commit their offsets on their own.
         offsets_only = self.new_inflight()
         offsets_only.offsets = batch.offsets
-        await self._call(self._producer.begin_transaction())
+        await self._call(self._producer.begin())
         await self._send_offsets(offsets_only)
-        await self._call(self._producer.commit_transaction())
+        await self._call(self._producer.commit())
         if self.deps.offsets_committed is not None:
             self.deps.offsets_committed(batch.offsets.records())
 
     async def _send_offsets(self, batch: InFlight) -> None:
         assert self._producer is not None
-        for key, value in batch.offsets.records():
-            await self._call(self._producer.send(self.deps.offsets_topic, key=key, value=value))
+        await self._call(
+            self._producer.send_offsets(self.deps.offsets_topic, batch.offsets.records())
+        )
 
     async def _call(self, step: Awaitable[T]) -> T:
+        """A producer step: a fenced producer, or any failure of a transaction older than
+        the timeout, becomes :meth:`fenced_error` (zombie or timed out)."""
         try:
             return await step
-        except FENCED_ERRORS as exc:
+        except FencedError as exc:
             raise self.fenced_error(exc) from exc
+        except TaskError as exc:
+            if self._timed_out():
+                raise self.fenced_error(exc) from exc
+            raise
 
-    def fenced_error(self, exc: BaseException) -> EosError:
+    def send_error(self, record: Outgoing, error: BaseException) -> EosError:
+        if self._timed_out():
+            return self.fenced_error(error)
+        return super().send_error(record, error)
+
+    def _timed_out(self) -> bool:
         opened = self._inflight.opened_at
         limit_s = self.deps.transaction_timeout_ms / 1000
-        if opened is not None and self.deps.clock.monotonic() - opened >= limit_s:
+        return opened is not None and self.deps.clock.monotonic() - opened >= limit_s
+
+    def fenced_error(self, exc: BaseException) -> EosError:
+        if self._timed_out():
             return TransactionTimedOut(
                 f"the transaction stayed open longer than transaction.timeout.ms="
                 f"{self.deps.transaction_timeout_ms} and the broker aborted it. Remedies: raise "

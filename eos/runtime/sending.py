@@ -1,4 +1,4 @@
-"""Sending records in Kafka record batches.
+"""Sending records in Kafka record batches (the aiokafka task producer's hot path).
 
 A source task hands the producer a whole segment at once (:func:`send_records`):
 in one pass each record is converted, given its partition and appended to the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -29,12 +29,10 @@ from aiokafka import AIOKafkaProducer
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
 from eos.errors import ConversionError
 from eos.runtime.partitioner import KeyPartitioner
+from eos.runtime.producers.base import Convert, Outgoing, SendFailed
+from eos.runtime.producers.base import SegmentSent as _SegmentSent
 
-Outgoing = SourceRecord | RecordBlock
-"""What a poll returns: records and blocks of records."""
-
-Convert = Callable[[SourceRecord], tuple[bytes | None, bytes | None]]
-"""A record's key and value as bytes (raises for a record that cannot be converted)."""
+__all__ = ["Convert", "Outgoing", "SegmentSent", "SendFailed", "Sent", "send_records"]
 
 
 def where(item: Outgoing) -> str:
@@ -77,24 +75,11 @@ class Sent(NamedTuple):
         return RecordMetadata(md.topic, md.partition, md.offset + self.position, md.timestamp)
 
 
-class SendFailed(Exception):
-    """Queuing a batch failed; ``item`` is the record or block of its first record."""
-
-    def __init__(self, item: Outgoing, cause: BaseException) -> None:
-        self.item = item
-        self.cause = cause
-        super().__init__(repr(cause))
-
-
 @dataclass
-class SegmentSent:
-    """The queued batches (the record or block of the first record, batch future), the
-    bytes of keys and values, and, when asked for, where each record went (for
-    ``commit_record``)."""
+class SegmentSent(_SegmentSent):
+    """Also the queued batches: (the record or block of the first record, batch future)."""
 
     batches: list[tuple[Outgoing, Any]] = field(default_factory=list)
-    records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
-    nbytes: int = 0
 
 
 Headers = list[tuple[str, bytes]]
@@ -181,7 +166,7 @@ class _Segment:
             await self._append_block(block)
         except TypeError as exc:
             raise ConversionError(
-                f"row {_bad_row(block)} of {where(block)} cannot be written: keys, values "
+                f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
                 f"and header values must be bytes or None, timestamps int or None ({exc})"
             ) from exc
         self.sent.nbytes += sum(map(len, filter(None, block.values)))
@@ -209,7 +194,7 @@ class _Segment:
             ]
         batches = self.batches
         for topic, partition, key, value, stamp, headers in zip(
-            topics, partitions, keys, block.values, stamps, _header_rows(block), strict=False
+            topics, partitions, keys, block.values, stamps, header_rows(block), strict=False
         ):
             batch = batches.get((topic, partition))
             if batch is None or (
@@ -275,7 +260,7 @@ class _Segment:
         return self.sent
 
 
-def _bad_row(block: RecordBlock) -> int | str:
+def bad_row(block: RecordBlock) -> int | str:
     """The first row of ``block`` with a key, value, timestamp or header value of the
     wrong type ("?" if none is found)."""
     fine = (bytes, bytearray, memoryview, type(None))
@@ -294,7 +279,7 @@ def _bad_row(block: RecordBlock) -> int | str:
     return "?"
 
 
-def _header_rows(block: RecordBlock) -> Iterable[Headers]:
+def header_rows(block: RecordBlock) -> Iterable[Headers]:
     """Each row's headers: the block's, then its header columns' (None: left out)."""
     common = list(block.headers)
     columns = list(block.header_columns.items())

@@ -35,26 +35,23 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import structlog
-from aiokafka import AIOKafkaProducer
 
 from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
 from eos.errors import ConversionError, EosError, FencedError, TaskError
-from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
+from eos.kafka.clients import ClientConfig
 from eos.runtime.boundaries import Action
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
 from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
-from eos.runtime.partitioner import KeyPartitioner
-from eos.runtime.resources import SharedResources
-from eos.runtime.sending import (
-    Outgoing,
+from eos.runtime.producers import (
+    ProducerClient,
     SendFailed,
     Sent,
-    count_records,
-    expand_blocks,
-    send_records,
-    where,
+    TaskProducer,
+    make_task_producer,
 )
+from eos.runtime.resources import SharedResources
+from eos.runtime.sending import Outgoing, count_records, expand_blocks, where
 from eos.state import State
 from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
 
@@ -110,6 +107,7 @@ class TaskDeps:
     graceful_timeout: float
     flush_interval_ms: int
     transaction_timeout_ms: int
+    producer_client: ProducerClient = "aiokafka"
     boundary: str = "poll"
     boundary_interval_ms: int = 10_000
     gate: StartGate | None = None
@@ -127,16 +125,13 @@ class TaskDeps:
 @dataclass
 class InFlight:
     """What was sent since the last commit: the latest offset per source partition,
-    the queued Kafka batches (first record, future), the record count, and, only for
-    tasks that override ``commit_record``, every record with where it went."""
+    the record count, and, only for tasks that override ``commit_record``, every
+    record with where it went."""
 
     offsets: OffsetBatch
     count: int = 0
-    batches: list[tuple[Outgoing, Any]] = field(default_factory=list)
     records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
     opened_at: float | None = None
-    checked: int = 0
-    """Batches before this index were acknowledged (see ``SourceTaskRunner._check_sent``)."""
 
     def __len__(self) -> int:
         return self.count
@@ -156,9 +151,8 @@ class SourceTaskRunner(ABC):
         self.state = State.UNASSIGNED
         self._stop_requested = False
         self._wait_scope: anyio.CancelScope | None = None  # start-up or poll: what a stop ends
-        self._producer: AIOKafkaProducer | None = None
+        self._producer: TaskProducer | None = None
         self._inflight = self.new_inflight()
-        self._partitioner = KeyPartitioner()
         # Per-record bookkeeping only for tasks that want commit_record calls.
         self._per_record = type(task).commit_record is not SourceTask.commit_record
         self._background_error: Exception | None = None
@@ -346,30 +340,28 @@ class SourceTaskRunner(ABC):
         return key, value
 
     def _check_sent(self) -> None:
-        """Raise for a batch that already failed. aiokafka keeps queuing batches after a
-        fatal error (e.g. a transaction the broker aborted); only their futures say so."""
-        inflight = self._inflight
-        while inflight.checked < len(inflight.batches):
-            record, future = inflight.batches[inflight.checked]
-            if not future.done():
-                return
-            error = None if future.cancelled() else future.exception()
-            if error is not None:
-                raise self.send_error(record, error) from error
-            inflight.checked += 1
+        """Raise for a send that already failed (the producer keeps queuing after a fatal
+        error, e.g. a transaction the broker aborted; only its delivery reports say so)."""
+        assert self._producer is not None
+        try:
+            self._producer.check()
+        except SendFailed as failed:
+            raise self.send_error(failed.item, failed.cause) from failed.cause
+        except FencedError as exc:
+            raise self.fenced_error(exc) from exc
 
-    async def wait_sent(self, inflight: InFlight) -> None:
-        """Wait until every batch in flight is acknowledged; raise for the first failure."""
-        for record, future in inflight.batches:
-            try:
-                await future
-            except Exception as exc:
-                raise self.send_error(record, exc) from exc
+    async def wait_sent(self) -> None:
+        """Wait until every record sent is acknowledged; raise for the first failure."""
+        assert self._producer is not None
+        try:
+            await self._producer.flush()
+        except SendFailed as failed:
+            raise self.send_error(failed.item, failed.cause) from failed.cause
 
     def send_error(self, record: Outgoing, error: BaseException) -> EosError:
         """The error a failed send becomes: fenced (a zombie, or a timed-out transaction)
         or a failure naming the record."""
-        if isinstance(error, FENCED_ERRORS):
+        if isinstance(error, FencedError):
             return self.fenced_error(error)
         return ConversionError(f"{where(record)} could not be sent: {error!r}")
 
@@ -385,13 +377,7 @@ class SourceTaskRunner(ABC):
         if blocks and self._per_record:  # commit_record takes records: one per row
             segment = expand_blocks(items)
         try:
-            sent = await send_records(
-                self._producer,
-                self._partitioner,
-                segment,
-                self._convert,
-                per_record=self._per_record,
-            )
+            sent = await self._producer.send(segment, self._convert, per_record=self._per_record)
         except SendFailed as failed:
             raise self.send_error(failed.item, failed.cause) from failed.cause
         count = count_records(segment) if blocks else len(segment)
@@ -400,7 +386,6 @@ class SourceTaskRunner(ABC):
         if inflight.opened_at is None:
             inflight.opened_at = self.deps.clock.monotonic()
         inflight.count += count
-        inflight.batches += sent.batches
         inflight.records += sent.records
         offsets = inflight.offsets
         for record in items:  # in order: the last offset of a partition wins
@@ -457,18 +442,20 @@ class SourceTaskRunner(ABC):
         # large batches cost less CPU per record here and on the broker.
         defaults = {"linger.ms": "5", "batch.size": str(self.deps.batch_size)}
         config = config.with_overrides(producer={**defaults, **config.producer})
-        producer = make_producer(config, **fixed)
+        producer = make_task_producer(
+            self.deps.producer_client, config, per_record=self._per_record, **fixed
+        )
         self._producer = producer
         try:
             await producer.start()
-        except FENCED_ERRORS as exc:
+        except FencedError as exc:
             raise self.fenced_error(exc) from exc
 
     async def _close_producer(self) -> None:
         if self._producer is not None:
             producer, self._producer = self._producer, None
             try:
-                await producer.stop()
+                await producer.close()
             except Exception as exc:
                 self.log.debug("producer close failed", error=repr(exc))
 
@@ -564,13 +551,9 @@ class AtLeastOnceTask(SourceTaskRunner):
         assert self._producer is not None
         started = time.perf_counter()
         try:
-            await self.wait_sent(batch)
-            futures = [
-                await self._producer.send(self.deps.offsets_topic, key=k, value=v)
-                for k, v in batch.offsets.records()
-            ]
-            for f in futures:
-                await f
+            await self.wait_sent()
+            await self._producer.send_offsets(self.deps.offsets_topic, batch.offsets.records())
+            await self.wait_sent()
         except Exception:
             self.deps.observer.offset_commit_failed()
             raise

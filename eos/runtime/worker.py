@@ -519,6 +519,7 @@ class Worker:
             graceful_timeout=s.graceful_shutdown_ms / 1000,
             flush_interval_ms=s.offset_flush_interval_ms,
             transaction_timeout_ms=config.producer_transaction_timeout_ms(s),
+            producer_client=config.task_producer_client(s),
             boundary=config.transaction_boundary,
             boundary_interval_ms=config.boundary_interval_ms(s),
             gate=_StartGate(self, offsets_client, own_topic),

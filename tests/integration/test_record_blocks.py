@@ -83,9 +83,10 @@ async def test_blocks_land_once_by_key_with_headers_and_resume_after_restart(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     topic = await topic_factory(partitions=3)
-    wprops = worker_props(bootstrap, unique_name("g"))
+    wprops = worker_props(bootstrap, unique_name("g"), producer_client=producer_client)
     props = blocks("blk", topic, block_rows=30, blocks_per_poll=2)
     BLOCK_SOURCES[topic] = 300  # 10 blocks, 5 polls
 
@@ -132,12 +133,15 @@ async def test_per_row_topics_mixed_with_records(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     even = await topic_factory(partitions=2)
     odd = await topic_factory(partitions=3)
     BLOCK_SOURCES[even] = 40  # 4 blocks, 2 polls, each poll led by a JSON record
     props = blocks("blk", even, second_topic=odd, block_rows=10, leading_record="true")
-    async with running_worker(worker_props(bootstrap, unique_name("g")), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, unique_name("g"), producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("blk", "RUNNING", 1, timeout=20)
         await wait_committed(client_config, even, 22)
         await wait_committed(client_config, odd, 20)
@@ -161,12 +165,15 @@ async def test_commit_record_gets_each_row_with_where_it_is(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     topic = await topic_factory(partitions=3)
     BLOCK_SOURCES[topic] = 100  # 5 blocks of 20 rows, 3 polls
     calls = BLOCK_COMMITS.setdefault(topic, [])
     props = blocks("blk", topic, commits=True, block_rows=20)
-    async with running_worker(worker_props(bootstrap, unique_name("g")), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, unique_name("g"), producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("blk", "RUNNING", 1, timeout=20)
         await wait_committed(client_config, topic, 100)
         with anyio.fail_after(10):
@@ -203,12 +210,13 @@ async def test_bad_row_fails_task_and_hides_its_transaction(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     """A bad row fails the task with a ConversionError naming where it comes from and
     hides its transaction, also when the rows become records first (for a task that
     overrides ``commit_record``)."""
     topic = await topic_factory(partitions=3)
-    wprops = worker_props(bootstrap, unique_name("g"))
+    wprops = worker_props(bootstrap, unique_name("g"), producer_client=producer_client)
     BLOCK_SOURCES[topic] = 120
     # Poll 1: blocks 0-1 (committed). Poll 2: block 2, then block 3 (rows 60-79), whose
     # row 3 (row 63) has a str where bytes or an int belong.
@@ -239,11 +247,12 @@ async def test_offset_of_a_block_without_rows_is_committed(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     """A block of no rows still moves its source partition's offset (e.g. a chunk that
     turned out empty), whether or not the task overrides ``commit_record``."""
     topic = await topic_factory()
-    wprops = worker_props(bootstrap, unique_name("g"))
+    wprops = worker_props(bootstrap, unique_name("g"), producer_client=producer_client)
     offsets_topic = wprops["offset.storage.topic"]
     BLOCK_SOURCES[topic] = 20
     props = blocks("blk", topic, commits=commits, block_rows=10, trailing_empty_block="true")
@@ -263,8 +272,9 @@ async def test_block_for_the_offsets_topic_fails_task(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
-    wprops = worker_props(bootstrap, unique_name("g"))
+    wprops = worker_props(bootstrap, unique_name("g"), producer_client=producer_client)
     offsets_topic = wprops["offset.storage.topic"]
     if addressed == "topic":  # the block's topic
         topic = offsets_topic
@@ -287,9 +297,10 @@ async def test_connector_commits_right_after_the_block_it_names(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     topic_factory: TopicFactory,
+    producer_client: str,
 ) -> None:
     topic = await topic_factory(partitions=3)
-    wprops = worker_props(bootstrap, unique_name("g"))
+    wprops = worker_props(bootstrap, unique_name("g"), producer_client=producer_client)
     BLOCK_SOURCES[topic] = 120  # 12 blocks of 10 rows, 3 a poll
     # Commits after the middle block of each poll (so mid-poll), and after the last.
     props = blocks(

@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 
 from eos.api import SourceTaskContext
 from eos.kafka import ClientConfig
+from eos.runtime.producers import ProducerClient
 from services.connectors.spark import generate_sample_dataset
 from services.connectors.spark.files_mode import owner_of
 from services.connectors.spark.task import SparkSourceTask
@@ -239,6 +240,7 @@ def _ids(got: list[tuple[Any, Any, dict[str, bytes]]]) -> Counter[int]:
 )
 async def test_resume_after_crashes_mid_file_exactly_once(
     block_size: int,
+    producer_client: ProducerClient,
     spark: Any,
     tmp_path: Path,
     client_config: ClientConfig,
@@ -247,8 +249,9 @@ async def test_resume_after_crashes_mid_file_exactly_once(
 ) -> None:
     """A 60 000-row file with max.buffered.rows 8 000: row groups of a few thousand rows
     are streamed in scan order, one row group of 60 000 is read in sorted pieces of
-    8 000. The task dies in the middle of a transaction four times and resumes from the
-    committed row each time."""
+    8 000. The task dies in the middle of a transaction four times (twice with the
+    librdkafka producer, to keep the suite short) and resumes from the committed row
+    each time."""
     topic, offsets = await topic_factory(), await topic_factory(compacted=True)
     spark.range(60_000).selectExpr("id", "uuid() AS u").coalesce(1).write.option(
         "parquet.block.size", block_size
@@ -258,9 +261,10 @@ async def test_resume_after_crashes_mid_file_exactly_once(
         "client_config": client_config,
         "offsets_topic": offsets,
         "connector": "big",
+        "producer_client": producer_client,
     }
     caplog.set_level(logging.INFO, "services.connectors.spark.files_mode")
-    for crash_after in (1, 0, 3, 2):
+    for crash_after in (1, 0, 3, 2) if producer_client == "aiokafka" else (1, 2):
         run = await run_task(config, crash_after=crash_after, **common)
         assert run.batches == crash_after
     await run_task(config, **common)

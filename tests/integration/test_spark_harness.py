@@ -24,7 +24,8 @@ import anyio
 import pytest
 
 from eos.api import RecordBlock, SourcePartition, SourceRecord, SourceTaskContext
-from eos.kafka import ClientConfig, make_producer, read_to_end
+from eos.kafka import ClientConfig, read_to_end
+from eos.runtime.producers import ProducerClient, TaskProducer, make_task_producer
 from eos.runtime.resources import SharedResources
 from eos.runtime.sending import expand_blocks
 from services.connectors.spark.task import SparkSourceTask
@@ -119,6 +120,10 @@ def _json(value: Any) -> bytes | None:
     return None if value is None else json.dumps(value, separators=(",", ":")).encode()
 
 
+def _key(connector: str, partition: SourcePartition) -> bytes:
+    return json.dumps([connector, partition], separators=(",", ":")).encode()
+
+
 class Crash(Exception):
     """Raised inside a transaction to leave it open, as a killed process would."""
 
@@ -164,16 +169,25 @@ async def run_task(
     stop: anyio.Event | None = None,
     run: TaskRun | None = None,
     max_seconds: float = 120,
+    producer_client: ProducerClient = "aiokafka",
 ) -> TaskRun:
     """Run one task until it is idle, or until ``stop`` is set when given; crash (leave
-    a transaction open) after ``crash_after`` committed batches."""
+    a transaction open) after ``crash_after`` committed batches. The task writes through
+    the task-producer port of ``producer_client``."""
     resources = resources or spark_resources()
     async with anyio.create_task_group() as background:
         reader = KafkaOffsets(client_config, offsets_topic, connector)
         context = SourceTaskContext(connector, task_id, reader, resources, background=background)
         try:
+            producer = make_task_producer(
+                producer_client,
+                client_config,
+                per_record=False,
+                transactional_id=f"{connector}-{task_id}",
+                enable_idempotence=True,
+            )
             done = await _run_task(
-                config, context, client_config, offsets_topic, crash_after, stop, run, max_seconds
+                config, context, producer, offsets_topic, crash_after, stop, run, max_seconds
             )
         finally:
             background.cancel_scope.cancel()
@@ -183,17 +197,16 @@ async def run_task(
 async def _run_task(
     config: Mapping[str, str],
     context: SourceTaskContext,
-    client_config: ClientConfig,
+    producer: TaskProducer,
     offsets_topic: str,
     crash_after: int | None,
     stop: anyio.Event | None,
     run: TaskRun | None,
     max_seconds: float,
 ) -> TaskRun:
-    connector, task_id = context.connector, context.task_id
+    connector = context.connector
     task = SparkSourceTask()
     run = run or TaskRun()
-    producer = make_producer(client_config, transactional_id=f"{connector}-{task_id}")
     await producer.start()
     await task.start(config, context)
     try:
@@ -206,33 +219,33 @@ async def _run_task(
                     if stop is None and task.idle:
                         return run
                     continue
-                await producer.begin_transaction()
+                await producer.begin()
                 latest: dict[str, tuple[SourcePartition, Any]] = {}
                 for r in records:
-                    await producer.send(
-                        r.topic,
-                        value=r.value if r.encoded else _json(r.value),
-                        key=r.key if r.encoded else _json(r.key),
-                        headers=list(r.headers),
-                        timestamp_ms=r.timestamp,
-                    )
                     key = json.dumps(r.source_partition, sort_keys=True)
                     latest[key] = (r.source_partition, r.source_offset)
                     run.partitions.add(key)
-                for partition, offset in latest.values():
-                    await producer.send(
-                        offsets_topic, key=_json([connector, partition]), value=_json(offset)
-                    )
+                await producer.send(records, _convert, per_record=False)
+                await producer.send_offsets(
+                    offsets_topic,
+                    [(_key(connector, p), _json(offset)) for p, offset in latest.values()],
+                )
                 if crash_after is not None and run.batches >= crash_after:
                     await producer.flush()
                     raise Crash()
-                await producer.commit_transaction()
+                await producer.commit()
                 run.committed(len(records))
     except Crash:
         return run
     finally:
         await task.stop()
-        await producer.stop()
+        await producer.close()
+
+
+def _convert(r: SourceRecord) -> tuple[bytes | None, bytes | None]:
+    if r.encoded:
+        return r.key, r.value
+    return _json(r.key), _json(r.value)
 
 
 def as_records(items: Sequence[SourceRecord | RecordBlock] | None) -> list[SourceRecord]:

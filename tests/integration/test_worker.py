@@ -38,10 +38,13 @@ def verifiable(name: str, topic: str, **settings: object) -> dict[str, str]:
 
 
 async def test_create_run_and_status_over_rest(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     group, topic = unique_name("g"), unique_name("out")
-    async with running_worker(worker_props(bootstrap, group)) as w:
+    async with running_worker(worker_props(bootstrap, group, producer_client=producer_client)) as w:
         assert (await w.http.get("/")).json()["version"]
         props = verifiable("vs", topic)
         created = await w.http.post("/connectors", json={"name": "vs", "config": props})
@@ -79,7 +82,10 @@ async def test_invalid_config_is_rejected_naming_the_setting(
 
 
 async def test_conversion_failure_fails_task_and_hides_open_transaction(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     topic = unique_name("out")
     bad = {
@@ -87,7 +93,9 @@ async def test_conversion_failure_fails_task_and_hides_open_transaction(
         "connector.class": "tests.integration.connectors:BadRecordSource",
         "topic": topic,
     }
-    async with running_worker(worker_props(bootstrap, unique_name("g")), [bad]) as w:
+    async with running_worker(
+        worker_props(bootstrap, unique_name("g"), producer_client=producer_client), [bad]
+    ) as w:
         status = await w.wait_for_tasks("bad", "FAILED", 1)
     trace = status["tasks"][0]["trace"]
     assert "could not be converted" in trace
@@ -98,7 +106,10 @@ async def test_conversion_failure_fails_task_and_hides_open_transaction(
 
 
 async def test_connector_requested_aborts(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     group, topic = unique_name("g"), unique_name("out")
     props = verifiable(
@@ -115,7 +126,9 @@ async def test_connector_requested_aborts(
     expected = 4 * 300 - sum(len(s) for s in aborted.values())
     assert 0 < expected < 1200
 
-    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("vs", "RUNNING", 2)
         result = await verify(client_config, topic, expected, 60, aborted)
     assert (result.records, result.duplicates, result.gaps, result.unexpected) == (
@@ -125,15 +138,20 @@ async def test_connector_requested_aborts(
         0,
     )
     # A restart resumes after the aborted records: they never come back.
-    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("vs", "RUNNING", 2)
         await anyio.sleep(2)
     result = await verify(client_config, topic, expected, 10, aborted)
     assert (result.records, result.duplicates, result.unexpected) == (expected, 0, 0)
 
 
-async def _reconfigure(bootstrap: str, group: str, props: dict[str, str]) -> None:
-    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+async def _reconfigure(
+    bootstrap: str, group: str, props: dict[str, str], producer_client: str
+) -> None:
+    wprops = worker_props(bootstrap, group, producer_client=producer_client)
+    async with running_worker(wprops, [props]) as w:
         await w.wait_for_tasks("vs", "RUNNING", 2)
         await anyio.sleep(2)
         response = await w.http.put("/connectors/vs/config", json={**props, "tasks.max": "3"})
@@ -143,13 +161,16 @@ async def _reconfigure(bootstrap: str, group: str, props: dict[str, str]) -> Non
 
 
 async def test_reconfiguration_fences_old_generation_first(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     group, topic = unique_name("g"), unique_name("out")
     configs = f"{group}-configs"
     props = verifiable("vs", topic, records_per_partition=0, throughput=400)
     with capture_logs() as logs:
-        await _reconfigure(bootstrap, group, props)
+        await _reconfigure(bootstrap, group, props, producer_client)
 
     decoded = [decode_record(r.key, r.value) for r in await read_to_end(client_config, configs)]
     history = [
@@ -233,10 +254,15 @@ async def test_separate_offsets_topic_combined_view_and_mirror(
 
 
 async def test_at_least_once_mode_runs_and_resumes(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     group, topic = unique_name("g"), unique_name("out")
-    wprops = worker_props(bootstrap, group, exactly_once_source_support="disabled")
+    wprops = worker_props(
+        bootstrap, group, exactly_once_source_support="disabled", producer_client=producer_client
+    )
     props = verifiable("vs", topic, records_per_partition=0, throughput=500)
     async with running_worker(wprops, [props]) as w:
         await w.wait_for_tasks("vs", "RUNNING", 2)
@@ -252,7 +278,10 @@ async def test_at_least_once_mode_runs_and_resumes(
 
 
 async def test_transaction_timeout_fails_task_with_remedies(
-    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
 ) -> None:
     topic = unique_name("out")
     never = {
@@ -262,7 +291,9 @@ async def test_transaction_timeout_fails_task_with_remedies(
         "transaction.boundary": "connector",
         "producer.override.transaction.timeout.ms": "2000",
     }
-    async with running_worker(worker_props(bootstrap, unique_name("g")), [never]) as w:
+    async with running_worker(
+        worker_props(bootstrap, unique_name("g"), producer_client=producer_client), [never]
+    ) as w:
         status = await w.wait_for_tasks("never", "FAILED", 1, timeout=60)
     trace = status["tasks"][0]["trace"]
     assert "transaction.timeout.ms=2000" in trace
@@ -304,6 +335,7 @@ async def test_file_source_exactly_once_and_new_lines(
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     tmp_path: Path,
+    producer_client: str,
 ) -> None:
     group, topic = unique_name("g"), unique_name("lines")
     (tmp_path / "a.log").write_text("a1\na2\n")
@@ -325,14 +357,18 @@ async def test_file_source_exactly_once_and_new_lines(
                     return sorted(got)
                 await anyio.sleep(0.3)
 
-    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("files", "RUNNING", 2)
         assert await lines(3) == ["a1", "a2", "b1"]
         with (tmp_path / "b.log").open("a") as f:
             f.write(" line\n")
         (tmp_path / "c.log").write_text("c1\n")
         assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]
-    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=producer_client), [props]
+    ) as w:
         await w.wait_for_tasks("files", "RUNNING", 2)
         await anyio.sleep(1.5)
     assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]

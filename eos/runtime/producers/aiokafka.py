@@ -1,0 +1,122 @@
+"""The aiokafka task producer (the default ``producer.client``).
+
+Records go out in whole Kafka record batches built in Python (:mod:`eos.runtime.sending`).
+Each queued batch has a future; :meth:`AiokafkaTaskProducer.check` looks at those already
+done, because aiokafka keeps queuing batches after a fatal error (a transaction the broker
+aborted, say) and only their futures tell.
+
+aiokafka speaks transactional RPCs at version 0 only and cannot bump its own epoch: a
+transaction the broker timed out surfaces as fenced (the task tells the two apart by the
+transaction's age).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from aiokafka import AIOKafkaProducer
+from aiokafka import errors as kerrors
+
+from eos.api import SourceRecord
+from eos.errors import FencedError, TaskError
+from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
+from eos.runtime.partitioner import KeyPartitioner
+from eos.runtime.producers.base import (
+    Convert,
+    OffsetRecords,
+    Outgoing,
+    ProducerClient,
+    SegmentSent,
+    SendFailed,
+)
+from eos.runtime.sending import send_records
+
+T = TypeVar("T")
+
+
+def _fenced(exc: BaseException) -> FencedError:
+    return FencedError(f"producer fenced: {exc!r}")
+
+
+class AiokafkaTaskProducer:
+    client: ProducerClient = "aiokafka"
+
+    def __init__(self, config: ClientConfig, **fixed: Any) -> None:
+        self._producer: AIOKafkaProducer = make_producer(config, **fixed)
+        self._partitioner = KeyPartitioner()
+        self._pending: list[tuple[Outgoing, Any]] = []
+        """Queued batches: (the record or block of the first record, batch future)."""
+        self._checked = 0
+        """Batches before this index were acknowledged."""
+
+    async def _call(self, step: Awaitable[T]) -> T:
+        try:
+            return await step
+        except FENCED_ERRORS as exc:
+            raise _fenced(exc) from exc
+
+    async def start(self) -> None:
+        await self._call(self._producer.start())
+
+    async def begin(self) -> None:
+        await self._call(self._producer.begin_transaction())
+
+    async def send(
+        self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
+    ) -> SegmentSent:
+        try:
+            sent = await send_records(
+                self._producer, self._partitioner, items, convert, per_record=per_record
+            )
+        except SendFailed as failed:
+            raise self._failed(failed.item, failed.cause) from failed.cause
+        self._pending += sent.batches
+        return sent
+
+    def _failed(self, item: Outgoing, cause: BaseException) -> SendFailed:
+        return SendFailed(item, _fenced(cause) if isinstance(cause, FENCED_ERRORS) else cause)
+
+    def check(self) -> None:
+        pending = self._pending
+        while self._checked < len(pending):
+            item, future = pending[self._checked]
+            if not future.done():
+                return
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise self._failed(item, error) from error
+            self._checked += 1
+
+    async def flush(self) -> None:
+        pending, self._pending, self._checked = self._pending, [], 0
+        for item, future in pending:
+            try:
+                await future
+            except Exception as exc:
+                raise self._failed(item, exc) from exc
+
+    async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
+        for key, value in records:
+            future = await self._call(self._producer.send(topic, key=key, value=value))
+            self._pending.append((offsets_item(topic), future))
+
+    async def commit(self) -> None:
+        try:
+            await self._call(self._producer.commit_transaction())
+        except kerrors.KafkaError as exc:
+            self.check()  # a failed batch explains the failed commit best
+            raise TaskError(f"committing the transaction failed: {exc!r}") from exc
+        self._pending, self._checked = [], 0
+
+    async def abort(self) -> None:
+        self._pending, self._checked = [], 0
+        await self._call(self._producer.abort_transaction())
+
+    async def close(self) -> None:
+        await self._producer.stop()
+
+
+def offsets_item(topic: str) -> Outgoing:
+    """What a failed offsets record is reported as (it has no source record)."""
+    return SourceRecord({"offsets topic": topic}, None, topic, None)

@@ -1,0 +1,109 @@
+"""The task-producer port: what a source task needs from its (transactional) producer.
+
+A source task owns one producer for its whole run. It calls, in this order::
+
+    start()                          init; with a transactional id this fences every
+                                     older producer of the id (InitProducerId)
+    ( begin()                        exactly-once only: open a transaction
+      send(items) ... check()        queue records and record blocks; check() raises
+                                     for a send that already failed
+      send_offsets(topic, records)   the source offsets, in the same transaction
+      commit() | abort() )*
+    flush()                          at-least-once: wait until every send is acknowledged
+    close()
+
+Errors, the same for every implementation:
+
+- :class:`~eos.errors.FencedError`: a newer producer holds the transactional id, or the
+  broker aborted a transaction that outlived ``transaction.timeout.ms`` (the task tells
+  the two apart by the transaction's age); never retried;
+- :class:`SendFailed`: a record or block could not be written; ``cause`` is a
+  :class:`~eos.errors.FencedError` when fencing (or a timed-out transaction) is why;
+- :class:`~eos.errors.TaskError`: anything else that ends the task (a failed commit,
+  an unreachable broker at start-up, a fatal producer error).
+
+Implementations: :mod:`.aiokafka` (the default) and :mod:`.librdkafka` (``confluent-kafka``,
+the ``eos[librdkafka]`` extra), chosen with ``producer.client``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from eos.api import RecordBlock, RecordMetadata, SourceRecord
+
+ProducerClient = Literal["aiokafka", "librdkafka"]
+PRODUCER_CLIENTS: tuple[ProducerClient, ...] = ("aiokafka", "librdkafka")
+
+Outgoing = SourceRecord | RecordBlock
+"""What a poll returns: records and blocks of records."""
+
+Convert = Callable[[SourceRecord], tuple[bytes | None, bytes | None]]
+"""A record's key and value as bytes (raises for a record that cannot be converted)."""
+
+OffsetRecords = list[tuple[bytes, bytes | None]]
+"""Offsets-topic records (key, value)."""
+
+
+class Sent(Protocol):
+    """Where one record went, known once it is acknowledged."""
+
+    def metadata(self) -> RecordMetadata | None:
+        """Kafka's metadata once acknowledged (None before, or on failure)."""
+
+
+@dataclass
+class SegmentSent:
+    """What one :meth:`TaskProducer.send` queued: the bytes of keys and values, and, when
+    asked for (``per_record``), where each record went (for ``commit_record``)."""
+
+    records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
+    nbytes: int = 0
+
+
+class SendFailed(Exception):
+    """A record could not be written; ``item`` is the record or block it came from."""
+
+    def __init__(self, item: Outgoing, cause: BaseException) -> None:
+        self.item = item
+        self.cause = cause
+        super().__init__(repr(cause))
+
+
+class TaskProducer(Protocol):
+    """One task's producer (see the module docstring for the call order and errors)."""
+
+    client: ProducerClient
+
+    async def start(self) -> None:
+        """Connect; with a transactional id, init transactions (fencing older instances)."""
+
+    async def begin(self) -> None:
+        """Open a transaction."""
+
+    async def send(
+        self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
+    ) -> SegmentSent:
+        """Convert and queue every record and block of ``items``, in order. With
+        ``per_record`` blocks must have been expanded and each record's :class:`Sent`
+        is returned. Raises :class:`SendFailed` (and whatever ``convert`` raises)."""
+
+    def check(self) -> None:
+        """Raise :class:`SendFailed` for a send that already failed (does not wait)."""
+
+    async def flush(self) -> None:
+        """Wait until every queued record is acknowledged; :class:`SendFailed` if one failed."""
+
+    async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
+        """Queue offsets records (in the open transaction, if there is one)."""
+
+    async def commit(self) -> None:
+        """Commit the open transaction (flushes first)."""
+
+    async def abort(self) -> None:
+        """Abort the open transaction; its records never become visible."""
+
+    async def close(self) -> None:
+        """Release the client (after a failure too; never raises)."""
