@@ -18,6 +18,7 @@ Every method blocks: call it through ``resources.run_blocking``.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,14 +51,19 @@ class RowStream(Protocol):
 class _ArrowRowStream:
     def __init__(self, df: DataFrame) -> None:
         from pyspark.serializers import NoOpSerializer
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.pandas import types
         from pyspark.util import _local_iterator_from_socket
 
         session = df.sparkSession
         large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
-        self._schema = to_arrow_schema(
-            df.schema, timezone="UTC", prefers_large_types=large == "true"
+        to_arrow_schema: Any = types.to_arrow_schema
+        # PySpark 4.1 says timestamp_utc=True where later releases say timezone="UTC"
+        utc = (
+            {"timezone": "UTC"}
+            if "timezone" in inspect.signature(to_arrow_schema).parameters
+            else {"timestamp_utc": True}
         )
+        self._schema = to_arrow_schema(df.schema, prefers_large_types=large == "true", **utc)
         jvm = session.sparkContext._jvm
         assert jvm is not None
         sock_info = jvm.PythonRDD.toLocalIteratorAndServe(df._jdf.toArrowBatchRdd(), True)
