@@ -215,7 +215,13 @@ class DeltaFeed(ChangeFeed):
             .option("startingVersion", version)
             .option("endingVersion", version)
         )
-        return reader.load(self.table) if is_path(self.table) else reader.table(self.table)
+        df = reader.load(self.table) if is_path(self.table) else reader.table(self.table)
+        # The feed has the table's schema of today; a version's rows get the columns the
+        # table had at that version (a column added later is not in older rows).
+        then = session.read.format("delta").option("versionAsOf", version)
+        table = then.load(self.table) if is_path(self.table) else then.table(self.table)
+        columns = [c for c in table.columns if c in df.columns and c not in METADATA]
+        return df.select(*(_q(c) for c in columns), *METADATA)
 
     def explain(self, exc: Exception, version: int) -> ChangesUnavailable | None:
         text = str(exc)
