@@ -350,10 +350,10 @@ class IcebergFeed(ChangeFeed):
             )
         reader = session.read.format("iceberg")
         if snapshot.operation != "append":
-            reader = reader.option("snapshot-id", version)
+            reader = reader.option("versionAsOf", version)
             df = reader.load(self.table).limit(0)  # appends only: nothing to read
         elif snapshot.parent is None:
-            df = reader.option("snapshot-id", version).load(self.table)
+            df = reader.option("versionAsOf", version).load(self.table)
         else:
             reader = reader.option("start-snapshot-id", snapshot.parent)
             df = reader.option("end-snapshot-id", version).load(self.table)
