@@ -23,6 +23,7 @@ def test_changes_settings_validate_and_parse() -> None:
     assert "exactly one of `table`, `path` or `tables`" in both["table"][0]
     no_key = {**DELTA, "key.columns": "", "deletes": "tombstone"}
     assert "needs `key.columns`" in _errors(no_key)["deletes"][0]
+    assert "a version number" in _errors({**DELTA, "starting.version": "v2"})["starting.version"][0]
     iceberg_path = {**DELTA, "mode": "iceberg-changes", "changelog": "true"}
     assert "name the table" in _errors(iceberg_path)["path"][0]
     s = SparkSourceSettings.parse(

@@ -256,6 +256,15 @@ def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
                 f"mode={mode} needs exactly one of `table`, `path` or `tables`; "
                 f"got {', '.join(given) or 'none'}",
             )
+        start_key = "start.snapshot.id" if mode == "iceberg-changes" else "starting.version"
+        start = text(start_key).lower() or "earliest"
+        if start not in ("earliest", "latest") and not start.isdigit():
+            add(
+                start_key,
+                f"invalid value {start!r} for setting {start_key!r}: a "
+                f"{'snapshot id' if mode == 'iceberg-changes' else 'version number'}, "
+                "`earliest` or `latest`",
+            )
         if text("deletes").lower() == "tombstone" and not text("key.columns"):
             add("deletes", "deletes=tombstone needs `key.columns`: a tombstone is a key")
         if mode == "iceberg-changes" and text("changelog").lower() == "true" and text("path"):
