@@ -19,6 +19,12 @@ is used, and the table says which. Usage:
     python bench/spark_to_kafka.py [--bootstrap 127.0.0.1:9092] [--rows 1000000]
 
 Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
+
+``--modes delta,iceberg`` (or adding them to the default list) measures the lakehouse
+changes modes instead: the sample rows written as ONE version of a Delta table (change
+data feed on) and ONE snapshot of an Iceberg table, then read exactly-once by
+``mode=delta-changes`` / ``mode=iceberg-changes`` and, for reference, by ``mode=table``
+on the same table (``incrementing.column=id``). Target: changes >= 0.8 x table.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from cpu_meter import PARTS, CpuMeter
@@ -165,6 +172,110 @@ async def spark_source(
     return progress.seconds
 
 
+# ------------------------------------------------------------------ lakehouse changes
+
+LAKEHOUSE = {"spark.lakehouse": "delta,iceberg"}
+
+
+def write_lake_tables(data: Path, home: Path) -> tuple[str, str]:
+    """The Parquet sample as one Delta version and one Iceberg snapshot (kept in the
+    cache: written once per row count)."""
+    from services.connectors.spark.session import create_session
+
+    delta, iceberg = str(home / "delta"), "iceberg.db.bench"
+    settings = {
+        **SPARK,
+        **LAKEHOUSE,
+        "spark.master": "local[2]",
+        "spark.lakehouse.iceberg.warehouse": str(home / "iceberg"),
+    }
+    if (home / ".complete").exists():
+        return delta, iceberg
+    shutil.rmtree(home, ignore_errors=True)
+    spark = create_session(settings)
+    df = spark.read.parquet(str(data))
+    df.write.format("delta").option("delta.enableChangeDataFeed", "true").save(delta)
+    df.writeTo(iceberg).using("iceberg").create()
+    home.joinpath(".complete").touch()
+    return delta, iceberg
+
+
+async def lake_source(
+    bootstrap: str, rows: int, warehouse: Path, extra: Mapping[str, str], cpu: CpuMeter
+) -> float | None:
+    settings = bench_settings(
+        bootstrap,
+        "bench-lake",
+        {
+            "spark.master": "local[2]",
+            **SPARK,
+            **LAKEHOUSE,
+            "spark.lakehouse.iceberg.warehouse": str(warehouse),
+        },
+    )
+    connector = await spark_connector(settings, "bench", Path("/unused"), **extra)
+    progress = await run_until_committed(
+        settings, connector, rows, max(180, rows / 2000), progress=Progress(rows, cpu=cpu)
+    )
+    if not progress.done.is_set() or progress.first_poll is None:
+        return None
+    return progress.seconds
+
+
+def measure_lakehouse(
+    data: Path, bootstrap: str, rows: int, formats: list[str], broker_pids: list[int]
+) -> list[tuple[str, str, float | None, Any]]:
+    """(format, mode, rows/s, CPU) for each format: table mode, then changes mode."""
+    home = CACHE / "bench" / f"lake-{rows}"
+    delta, iceberg = write_lake_tables(data, home)
+    sources = {
+        "delta": ({"path": delta, "format": "delta"}, {"path": delta}),
+        "iceberg": ({"table": iceberg, "path": ""}, {"table": iceberg, "path": ""}),
+    }
+    results = []
+    for fmt in formats:
+        table_source, changes_source = sources[fmt]
+        runs = {
+            "table": {
+                "mode": "table",
+                "incrementing.column": "id",
+                "incrementing.column.unique": "true",
+                **table_source,
+            },
+            f"{fmt}-changes": {"mode": f"{fmt}-changes", **changes_source},
+            f"{fmt}-changes, boundary=connector": {
+                "mode": f"{fmt}-changes",
+                "transaction.boundary": "connector",
+                **changes_source,
+            },
+        }
+        for mode, extra in runs.items():
+            cpu = CpuMeter(broker_pids)
+            took = anyio.run(lake_source, bootstrap, rows, home / "iceberg", extra, cpu)
+            rate = None if took is None else rows / took
+            results.append((fmt, mode, rate, cpu.used() if took is not None else None))
+            print(f"  measured {fmt} {mode}: {rate or 0:,.0f} rows/s", flush=True)
+    return results
+
+
+def lake_table(rows: int, results: list[tuple[str, str, float | None, Any]]) -> str:
+    lines = [
+        f"| table ({rows:,} rows, one version) | mode | rows/s exactly-once | vs table mode "
+        "| CPU µs/row: Python | Spark JVM | broker |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    reference = {fmt: rate for fmt, mode, rate, _ in results if mode == "table"}
+    for fmt, mode, rate, cpu in results:
+        ref = reference.get(fmt)
+        ratio = f"{rate / ref:.2f}" if rate and ref else "-"
+        shown = "failed" if rate is None else f"{rate:,.0f}"
+        per_row = ["-"] * len(PARTS) if cpu is None else [
+            f"{cpu[part] / rows * 1e6:.1f}" for part in PARTS
+        ]  # fmt: skip
+        lines.append(f"| {fmt} | {mode} | {shown} | {ratio} | {' | '.join(per_row)} |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ the table
 
 
@@ -207,6 +318,16 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def sample_data(rows: int, files: int) -> Path:
+    data = CACHE / "bench" / f"spark-sample-{rows}-{files}"
+    if not (data / ".complete").exists():
+        shutil.rmtree(data, ignore_errors=True)
+        print(f"  writing {rows:,} sample rows as {files} Parquet files into {data}", flush=True)
+        generate_sample_dataset(data, rows, files=files)
+        (data / ".complete").touch()
+    return data
+
+
 def measure(
     bootstrap: str,
     rows: int,
@@ -218,12 +339,7 @@ def measure(
 ) -> list[Row]:
     import pyspark
 
-    data = CACHE / "bench" / f"spark-sample-{rows}-{files}"
-    if not (data / ".complete").exists():
-        shutil.rmtree(data, ignore_errors=True)
-        print(f"  writing {rows:,} sample rows as {files} Parquet files into {data}", flush=True)
-        generate_sample_dataset(data, rows, files=files)
-        (data / ".complete").touch()
+    data = sample_data(rows, files)
     config = ClientConfig({"bootstrap.servers": bootstrap})
     results: list[Row] = []
     for tasks in task_counts:
@@ -271,16 +387,31 @@ def main() -> None:
     args = parser.parse_args()
     bench_process()
     # the broker's CPU is measured only when the bench starts it (no --bootstrap)
+    modes = args.modes.split(",")
+    lake = [m for m in modes if m in ("delta", "iceberg")]
     with bench_broker(args.bootstrap) as (bootstrap, broker_pids):
         rows = measure(
             bootstrap,
             args.rows,
             args.files,
-            args.modes.split(","),
+            [m for m in modes if m not in lake],
             [int(n) for n in args.tasks.split(",")],
             dict(item.split("=", 1) for item in args.set),
             broker_pids,
         )
+        lake_rows = []
+        if lake:
+            data = sample_data(args.rows, args.files)
+            lake_rows = measure_lakehouse(data, bootstrap, args.rows, lake, broker_pids)
+    if lake_rows:
+        print(lake_table(args.rows, lake_rows))
+        for fmt, mode, rate, _ in lake_rows:
+            by_table = next((r for f, m, r, _ in lake_rows if f == fmt and m == "table"), None)
+            if mode != "table" and rate and by_table:
+                verdict = "met" if rate >= 0.8 * by_table else "NOT met"
+                print(f"target {mode} >= 0.8 x table mode: {verdict}")
+    if not any(m not in lake for m in modes):
+        return
     print(table(rows))
     eos = {r.tasks: r.rate for r in rows if r.writer == "eos" and r.rate}
     ref = {r.tasks: r.rate for r in rows if r.writer == "spark-writer" and r.rate}

@@ -39,6 +39,7 @@ SPARK_SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "1g",
+    "spark.lakehouse": "delta,iceberg",
 }
 
 
@@ -66,9 +67,12 @@ def spark_resources() -> LocalResources:
     global _resources
     if _resources is None:
         warehouse = tempfile.mkdtemp(prefix="eos-spark-warehouse-")
-        _resources = LocalResources(
-            {**SPARK_SETTINGS, "spark.sql.warehouse.dir": warehouse}, threads=4
-        )
+        settings = {
+            **SPARK_SETTINGS,
+            "spark.sql.warehouse.dir": warehouse,
+            "spark.lakehouse.iceberg.warehouse": f"{warehouse}/iceberg",
+        }
+        _resources = LocalResources(settings, threads=4)
         atexit.register(_resources.close)
     return _resources
 

@@ -8,7 +8,10 @@ socket protocol ``toLocalIterator`` uses, so the driver holds one partition (two
 with prefetch) and Python one Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch``
 rows) at a time.
 
-These are PySpark internals (pinned pyspark version); if they are missing,
+The protocol is PySpark's (``pyspark.util._local_iterator_from_socket``), spoken
+by :class:`_LocalIterator` here so that the stream owns its socket and closes it
+(PySpark 4.1's own iterable leaves the socket to the garbage collector). These are
+PySpark internals (pinned pyspark version); if they are missing,
 :func:`open_arrow_stream` falls back to ``toLocalIterator`` with the same
 interface, so only speed changes.
 
@@ -18,6 +21,7 @@ Every method blocks: call it through ``resources.run_blocking``.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,22 +51,66 @@ class RowStream(Protocol):
         """Stop the stream (tells Spark to stop serving partitions)."""
 
 
+class _LocalIterator:
+    """The Python end of ``PythonRDD.toLocalIteratorAndServe``: asks for one partition
+    at a time and yields its messages (Arrow IPC batches)."""
+
+    def __init__(self, sock_info: Any, serializer: Any) -> None:
+        util: Any = importlib.import_module("pyspark.util")
+        self._io: Any = importlib.import_module("pyspark.serializers")  # read_int, write_int
+        port, secret, self._server = sock_info
+        self._file, self._sock = util.local_connect_and_auth(port, secret)
+        self._sock.settimeout(None)  # partitions take what they take (SPARK-18281)
+        self._serializer = serializer
+        self._partition: Iterator[bytes] = iter(())
+        self._status = 1
+
+    def messages(self) -> Iterator[bytes]:
+        while self._status == 1:
+            self._io.write_int(1, self._file)  # the next partition, please
+            self._file.flush()
+            self._status = self._io.read_int(self._file)
+            if self._status == 1:
+                self._partition = self._serializer.load_stream(self._file)
+                yield from self._partition
+            elif self._status == -1:
+                self._server.getResult()  # raises the JVM's error
+
+    def close(self) -> None:
+        try:
+            if self._status == 1:  # not consumed: finish this partition, then say stop
+                for _ in self._partition:
+                    pass
+                self._io.write_int(0, self._file)
+                self._file.flush()
+        except Exception:  # the JVM side went away: nothing to tell it
+            pass
+        finally:
+            self._status = 0
+            self._file.close()
+            self._sock.close()
+
+
 class _ArrowRowStream:
     def __init__(self, df: DataFrame) -> None:
         from pyspark.serializers import NoOpSerializer
-        from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.util import _local_iterator_from_socket
+        from pyspark.sql.pandas import types
 
         session = df.sparkSession
         large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
-        self._schema = to_arrow_schema(
-            df.schema, timezone="UTC", prefers_large_types=large == "true"
+        to_arrow_schema: Any = types.to_arrow_schema
+        # PySpark 4.1 says timestamp_utc=True where later releases say timezone="UTC"
+        utc = (
+            {"timezone": "UTC"}
+            if "timezone" in inspect.signature(to_arrow_schema).parameters
+            else {"timestamp_utc": True}
         )
+        self._schema = to_arrow_schema(df.schema, prefers_large_types=large == "true", **utc)
         jvm = session.sparkContext._jvm
         assert jvm is not None
         sock_info = jvm.PythonRDD.toLocalIteratorAndServe(df._jdf.toArrowBatchRdd(), True)
-        self._iterable: Any = _local_iterator_from_socket(sock_info, NoOpSerializer())
-        self._messages: Iterator[bytes] = iter(self._iterable)
+        self._iterator = _LocalIterator(sock_info, NoOpSerializer())
+        self._messages: Iterator[bytes] = self._iterator.messages()
         self._pa: Any = importlib.import_module("pyarrow")  # untyped
         self._pending: Any = None  # the rest of the current Arrow batch
         self._done = False
@@ -103,10 +151,9 @@ class _ArrowRowStream:
         messages, self._messages = self._messages, iter(())
         close = getattr(messages, "close", None)
         if close is not None:
-            close()  # the generator holds the iterable; let it go
-        # Dropping the last reference runs the iterable's finaliser (CPython: right
-        # here), which drains the current partition and tells Spark to stop serving.
-        self._iterable = None
+            close()
+        # drains the current partition, tells Spark to stop serving, closes the socket
+        self._iterator.close()
 
 
 class _PickledRowStream:

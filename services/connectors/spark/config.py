@@ -20,6 +20,11 @@ OPTIONS_PREFIX = "options."
 TASK_INDEX = "task.index"
 TASK_COUNT = "task.count"
 TABLE_SOURCES = ("table", "path", "query")
+CHANGE_MODES = {"delta-changes": "delta", "iceberg-changes": "iceberg"}
+"""Modes that read a table's changes, and the table format each needs."""
+CHANGE_SOURCES = ("table", "path", "tables")
+TABLES = "tables.assigned"
+"""Task setting: the tables (names or paths) one task of a changes mode reads."""
 
 CONFIG_DEF = (
     ConfigDef()
@@ -27,10 +32,12 @@ CONFIG_DEF = (
         "mode",
         Type.STRING,
         "files",
-        OneOf("files", "table"),
+        OneOf("files", "table", *CHANGE_MODES),
         Importance.HIGH,
         "files: every row of every file under `path`, each file once; "
-        "table: rows of a table, path or query above the last `incrementing.column` value.",
+        "table: rows of a table, path or query above the last `incrementing.column` value; "
+        "delta-changes / iceberg-changes: every change of a Delta / Iceberg table, "
+        "version by version (docs/lakehouse.md).",
     )
     .define("topic", Type.STRING, "", None, Importance.HIGH, "Topic to write to.")
     .define(
@@ -128,6 +135,79 @@ CONFIG_DEF = (
         "(a new row never gets a value at or below one already present); "
         "only then is exactly-once delivery guaranteed.",
     )
+    .define(
+        "tables",
+        Type.LIST,
+        "",
+        None,
+        Importance.HIGH,
+        "Changes modes: several tables (names or paths), spread over the tasks; "
+        "each table is read by one task.",
+    )
+    .define(
+        "starting.version",
+        Type.STRING,
+        "earliest",
+        None,
+        Importance.HIGH,
+        "mode=delta-changes: the first table version to read when there is no offset: "
+        "a version number, `earliest` (the oldest version in the table's history) or "
+        "`latest` (only versions committed after the task starts).",
+    )
+    .define(
+        "start.snapshot.id",
+        Type.STRING,
+        "earliest",
+        None,
+        Importance.HIGH,
+        "mode=iceberg-changes: where to start when there is no offset: `earliest` (the "
+        "first snapshot), `latest` (only snapshots committed after the task starts) or a "
+        "snapshot id (its changes are read, and those of every later snapshot).",
+    )
+    .define(
+        "changelog",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.HIGH,
+        "mode=iceberg-changes: false reads appended rows only (incremental append scan); "
+        "true reads Iceberg's changelog: inserts, deletes and updates.",
+    )
+    .define(
+        "change.metadata",
+        Type.STRING,
+        "headers",
+        OneOf("headers", "fields"),
+        Importance.MEDIUM,
+        "Changes modes: `_change_type`, `_commit_version`, `_commit_timestamp` as record "
+        "headers or as fields of the value.",
+    )
+    .define(
+        "update.preimages",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.MEDIUM,
+        "Changes modes: also write `update_preimage` rows (the row before an update).",
+    )
+    .define(
+        "deletes",
+        Type.STRING,
+        "row",
+        OneOf("row", "tombstone"),
+        Importance.MEDIUM,
+        "Changes modes: a deleted row becomes a record with the row (`row`) or a "
+        "tombstone, a null value for its key (`tombstone`, needs `key.columns`).",
+    )
+    .define(
+        "transaction.max.rows",
+        Type.INT,
+        100000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "Changes modes with transaction.boundary=connector: a table version is one Kafka "
+        "transaction unless it has more rows than this; then one per this many rows.",
+    )
 )
 
 
@@ -168,6 +248,32 @@ def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
                 "required setting 'incrementing.column' is missing: the column whose values "
                 "increase with every new row (mode=table)",
             )
+    elif mode in CHANGE_MODES:
+        given = [k for k in CHANGE_SOURCES if text(k)]
+        if len(given) != 1:
+            add(
+                "table",
+                f"mode={mode} needs exactly one of `table`, `path` or `tables`; "
+                f"got {', '.join(given) or 'none'}",
+            )
+        start_key = "start.snapshot.id" if mode == "iceberg-changes" else "starting.version"
+        start = text(start_key).lower() or "earliest"
+        if start not in ("earliest", "latest") and not start.isdigit():
+            add(
+                start_key,
+                f"invalid value {start!r} for setting {start_key!r}: a "
+                f"{'snapshot id' if mode == 'iceberg-changes' else 'version number'}, "
+                "`earliest` or `latest`",
+            )
+        if text("deletes").lower() == "tombstone" and not text("key.columns"):
+            add("deletes", "deletes=tombstone needs `key.columns`: a tombstone is a key")
+        if mode == "iceberg-changes" and text("changelog").lower() == "true" and text("path"):
+            add(
+                "path",
+                "changelog=true reads Iceberg's changelog through a catalog: name the table "
+                "(`table=<catalog>.<db>.<table>`, e.g. a Hadoop catalog set up with the worker "
+                "setting spark.lakehouse.iceberg.warehouse) instead of its path",
+            )
     return found
 
 
@@ -191,6 +297,16 @@ class SparkSourceSettings:
     incrementing_unique: bool
     task_index: int
     task_count: int
+    tables: tuple[str, ...] = ()
+    """Changes modes: the tables this task reads (from ``table``, ``path`` or ``tables``;
+    a task's share with :data:`TABLES`)."""
+    starting: str = "earliest"
+    """``starting.version`` or ``start.snapshot.id``, by mode."""
+    changelog: bool = False
+    metadata_in_value: bool = False
+    preimages: bool = False
+    tombstones: bool = False
+    transaction_max_rows: int = 100000
     json_converters: bool = True
     """Both the connector's ``key.converter`` and ``value.converter`` are ``json``:
     Spark may write the records' JSON itself (see :mod:`.mapping`)."""
@@ -206,8 +322,9 @@ class SparkSourceSettings:
             for k, v in props.items()
             if k.startswith(OPTIONS_PREFIX) and len(k) > len(OPTIONS_PREFIX)
         }
+        mode = values["mode"].lower()
         return cls(
-            mode=values["mode"].lower(),
+            mode=mode,
             topic=values["topic"],
             topic_column=values["topic.column"],
             key_columns=tuple(values["key.columns"]),
@@ -224,6 +341,15 @@ class SparkSourceSettings:
             incrementing_column=values["incrementing.column"],
             incrementing_unique=values["incrementing.column.unique"],
             task_index=int(props.get(TASK_INDEX, 0)),
+            tables=_tables(props, values),
+            starting=str(
+                values["start.snapshot.id" if mode == "iceberg-changes" else "starting.version"]
+            ).strip(),
+            changelog=values["changelog"],
+            metadata_in_value=values["change.metadata"].lower() == "fields",
+            preimages=values["update.preimages"],
+            tombstones=values["deletes"].lower() == "tombstone",
+            transaction_max_rows=values["transaction.max.rows"],
             task_count=int(props.get(TASK_COUNT, 1)),
             json_converters=all(
                 str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
@@ -232,8 +358,23 @@ class SparkSourceSettings:
         )
 
     @property
+    def table_format(self) -> str:
+        """``delta`` or ``iceberg`` for a changes mode, else empty."""
+        return CHANGE_MODES.get(self.mode, "")
+
+    @property
     def rows_per_poll(self) -> int:
         """Rows one poll hands over: a quarter of the buffer, since up to two Arrow
         batches (a quarter each) and two chunks are held at the same time (files mode
         reads ahead, see :class:`~.files_mode.FilesReader`)."""
         return max(1, min(self.batch_rows, self.max_buffered_rows // 4))
+
+
+def _tables(props: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, ...]:
+    assigned = str(props.get(TABLES) or "").strip()
+    if assigned:
+        return tuple(t for t in assigned.split("\n") if t)
+    if values["tables"]:
+        return tuple(str(t).strip() for t in values["tables"] if str(t).strip())
+    single = str(values["table"] or values["path"]).strip()
+    return (single,) if single else ()

@@ -7,15 +7,25 @@ guarantees; :mod:`.files_mode` and :mod:`.table_mode` for the offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from eos.api import ConfigDef, ExactlyOnceSupport, SourceConnector, SourceTask
+from eos.api import (
+    ConfigDef,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceTask,
+)
 from services.connectors.spark.config import (
+    CHANGE_MODES,
     CONFIG_DEF,
+    TABLES,
     TASK_COUNT,
     TASK_INDEX,
     SparkSourceSettings,
     problems,
 )
+from services.connectors.spark.lakehouse import extra_problem
 
 NOT_UNIQUE_REASON = (
     "exactly-once delivery in mode=table needs `incrementing.column.unique=true`: declare "
@@ -24,8 +34,13 @@ NOT_UNIQUE_REASON = (
 )
 
 
+def _mode(config: Mapping[str, str]) -> str:
+    return str(config.get("mode", "files")).strip().lower()
+
+
 class SparkSource(SourceConnector):
-    """Files (parquet, csv, json, orc) spread over tasks by path, or one table per task."""
+    """Files (parquet, csv, json, orc) spread over tasks by path, one table per task, or
+    the changes of Delta / Iceberg tables (each table read by one task)."""
 
     worker_settings = ("spark.",)
 
@@ -46,6 +61,10 @@ class SparkSource(SourceConnector):
         required = str(config.get("exactly.once.support", "")).strip().lower() == "required"
         if required and self.exactly_once_support(config) is None:
             errors.setdefault("incrementing.column.unique", []).append(NOT_UNIQUE_REASON)
+        fmt = CHANGE_MODES.get(_mode(config))
+        missing = extra_problem(fmt) if fmt else None
+        if missing:
+            errors.setdefault("mode", []).append(missing)
         return errors
 
     async def start(self, config: Mapping[str, str]) -> None:
@@ -60,17 +79,59 @@ class SparkSource(SourceConnector):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Files mode: ``max_tasks`` tasks, task ``i`` reading the files whose path hashes
-        to ``i`` (:func:`~.files_mode.owner_of`). Table mode: one task."""
-        assert self._settings is not None, "start() first"
-        count = max(1, max_tasks) if self._settings.mode == "files" else 1
+        to ``i`` (:func:`~.files_mode.owner_of`). Table mode: one task. Changes modes:
+        the tables dealt out in turn to at most ``max_tasks`` tasks (a table's changes
+        are one ordered stream: one task reads it)."""
+        settings = self._settings
+        assert settings is not None, "start() first"
+        if settings.mode in CHANGE_MODES:
+            tables = settings.tables
+            count = max(1, min(max_tasks, len(tables)))
+            return [
+                {
+                    **self._config,
+                    TASK_INDEX: str(i),
+                    TASK_COUNT: str(count),
+                    TABLES: "\n".join(tables[i::count]),
+                }
+                for i in range(count)
+            ]
+        count = max(1, max_tasks) if settings.mode == "files" else 1
         return [{**self._config, TASK_INDEX: str(i), TASK_COUNT: str(count)} for i in range(count)]
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Files: SUPPORTED (each file belongs to one task; offsets are row positions).
         Table: SUPPORTED only with ``incrementing.column.unique=true``, else None
         (:data:`NOT_UNIQUE_REASON`)."""
-        mode = str(config.get("mode", "files")).strip().lower()
+        mode = _mode(config)
         if mode != "table":
             return ExactlyOnceSupport.SUPPORTED
         unique = str(config.get("incrementing.column.unique", "false")).strip().lower()
         return ExactlyOnceSupport.SUPPORTED if unique == "true" else None
+
+    def can_define_transaction_boundaries(
+        self, config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        """Changes modes: SUPPORTED (one transaction per table version, see
+        ``transaction.max.rows``)."""
+        if _mode(config) in CHANGE_MODES:
+            return ConnectorTransactionBoundaries.SUPPORTED
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[str, dict[str, Any] | None]
+    ) -> None:
+        """Changes modes: an offset is ``{"version": <int>, "row": <int>}`` (optionally
+        ``"done": true``): read version (snapshot id) ``version`` from row ``row``."""
+        if _mode(config) not in CHANGE_MODES:
+            return
+        for partition, offset in offsets.items():
+            if offset is None:
+                continue
+            version, row = offset.get("version"), offset.get("row", 0)
+            if not isinstance(version, int) or not isinstance(row, int) or row < 0:
+                raise ValueError(
+                    f"offset {offset} for {partition}: a changes offset is "
+                    '{"version": <version or snapshot id>, "row": <rows of it already '
+                    "delivered, usually 0>}"
+                )

@@ -384,6 +384,7 @@ def encoded_block(
     offset: SourceOffset | None,
     headers: Sequence[tuple[str, bytes]],
     row_header: RowHeader | None = None,
+    row_headers: Sequence[RowHeader] = (),
 ) -> RecordBlock:
     """The rows of a chunk of :func:`encode_in_spark` rows as one block (``offset``
     after its last row)."""
@@ -399,7 +400,7 @@ def encoded_block(
         keys=columns[KEY_COLUMN],
         timestamps=columns.get(TIMESTAMP_COLUMN),
         headers=headers,
-        header_columns=dict([row_header]) if row_header else {},
+        header_columns=dict([row_header, *row_headers] if row_header else row_headers),
         topics=topics,
     )
 
@@ -585,6 +586,7 @@ class Encoder:
         offset: SourceOffset | None,
         headers: Sequence[tuple[str, bytes]],
         row_header: RowHeader | None = None,
+        row_headers: Sequence[RowHeader] = (),
     ) -> list[SourceRecord | RecordBlock]:
         """The rows of ``chunk`` as records (``offset`` on the last): one block when
         Spark encoded them."""
@@ -597,14 +599,17 @@ class Encoder:
                 offset=offset,
                 headers=headers,
                 row_header=row_header,
+                row_headers=row_headers,
             )
             return [block]
         assert chunk.rows is not None
         mapper, rows = self.mapper, chunk.rows
         common = tuple(headers)
-        per_row = [()] * len(rows) if row_header is None else [
-            ((row_header[0], v),) for v in row_header[1]
-        ]  # fmt: skip
+        varying = [row_header, *row_headers] if row_header else list(row_headers)
+        per_row = [
+            tuple((name, v) for name, values in varying if (v := values[n]) is not None)
+            for n in range(len(rows))
+        ]
         last = len(rows) - 1
         return [
             mapper.record(row, partition, offset if n == last else None, common + extra)

@@ -2,7 +2,8 @@
 
 The worker's ``spark.*`` plugin settings configure it: ``spark.master`` (default
 ``local[*]``; a cluster URL works unchanged), ``spark.app.name`` (default
-``eos-worker``) and any other ``spark.*`` key, passed through to the builder.
+``eos-worker``), ``spark.lakehouse`` (Delta Lake and Iceberg, see :mod:`.lakehouse`)
+and any other ``spark.*`` key, passed through to the builder.
 Arrow transfer to Python is always on. With a ``local`` master the driver binds to
 127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise,
 and the JVM is started with ``SPARK_LOCAL_IP`` set to that address (unless the
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from eos.api import WorkerResources
+from services.connectors.spark.lakehouse import lakehouse_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,6 +54,7 @@ def _check_java() -> None:
 def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
     """The Spark settings the session is built with, from the worker's settings."""
     conf = {k: str(v) for k, v in settings.items() if k.startswith("spark.")}
+    conf = lakehouse_settings(conf, os.environ)
     conf.setdefault("spark.master", "local[*]")
     conf.setdefault("spark.app.name", "eos-worker")
     conf["spark.sql.execution.arrow.pyspark.enabled"] = "true"

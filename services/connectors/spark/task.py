@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import anyio
 
 from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
+from services.connectors.spark.changes_mode import ChangesReader
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import FilesReader
 from services.connectors.spark.table_mode import TableReader
@@ -29,6 +30,7 @@ class SparkSourceTask(SourceTask):
         self._context: SourceTaskContext | None = None
         self._files: FilesReader | None = None
         self._table: TableReader | None = None
+        self._changes: ChangesReader | None = None
         self._next_check = 0.0
         self._caught_up = False
 
@@ -45,7 +47,12 @@ class SparkSourceTask(SourceTask):
     async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
         self._settings = settings = SparkSourceSettings.parse(config)
         self._context = context
-        if settings.mode == "files":
+        if settings.table_format:
+            self._changes = ChangesReader(
+                settings, context.resources, context.connector, context.transaction_context
+            )
+            await self._changes.start(context.offset_reader)
+        elif settings.mode == "files":
             self._files = FilesReader(
                 settings, context.resources, context.start_soon, context.count
             )
@@ -65,6 +72,11 @@ class SparkSourceTask(SourceTask):
                 await self._files.refresh(self._context.offset_reader)
             wait = min(IDLE_SECONDS, self._next_check - time.monotonic())
             return await self._files.next_records(max(0.0, wait)) or None
+        if self._changes is not None and now >= self._next_check:
+            records = await self._changes.poll()
+            self._caught_up = not records and self._changes.caught_up
+            if self._caught_up:  # wait for new versions
+                self._next_check = now + self._settings.poll_interval
         if self._table is not None and now >= self._next_check:
             records = await self._table.next_records()
             rows = sum(len(r) if isinstance(r, RecordBlock) else 1 for r in records)
@@ -81,3 +93,5 @@ class SparkSourceTask(SourceTask):
             await self._files.stop()
         if self._table is not None:
             await self._table.stop()
+        if self._changes is not None:
+            await self._changes.stop()
