@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -101,6 +102,18 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
 
 def stop_session(session: SparkSession) -> None:
     session.stop()
+    forget_deleted_jars()
+
+
+def forget_deleted_jars() -> None:
+    """Drop the ``sys.path`` entries PySpark added for the session's jars (its temporary
+    ``userFiles-*`` directory) once that directory is gone: their cached zip importers
+    would otherwise fail later imports with FileNotFoundError (the Delta jar, for one,
+    holds a ``delta`` package)."""
+    gone = [entry for entry in sys.path if "userFiles-" in entry and not os.path.exists(entry)]
+    for entry in gone:
+        sys.path.remove(entry)
+        sys.path_importer_cache.pop(entry, None)
 
 
 def worker_session(resources: WorkerResources) -> SparkSession:
