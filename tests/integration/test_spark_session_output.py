@@ -33,3 +33,27 @@ def test_a_local_session_does_not_warn_about_the_host_name() -> None:
     output = done.stdout + done.stderr
     assert "resolves to a loopback address" not in output
     assert "Set SPARK_LOCAL_IP" not in output
+
+
+RESTART = """
+import sys
+from services.connectors.spark import lakehouse
+from services.connectors.spark.session import create_session, stop_session
+for _ in range(2):  # a worker's session may stop and start again (a bench does)
+    session = create_session({"spark.master": "local[1]", "spark.lakehouse": "delta"})
+    session.range(3).count()
+    stop_session(session)
+    print("extra", lakehouse.extra_problem("delta"))
+"""
+
+
+def test_a_stopped_lakehouse_session_leaves_imports_working() -> None:
+    """PySpark puts the session's jars (the Delta jar holds a ``delta`` package) on
+    sys.path; after the session stops they are deleted, and a cached zip importer would
+    fail the next ``find_spec('delta')`` with FileNotFoundError."""
+    done = subprocess.run(
+        [sys.executable, "-c", RESTART],
+        capture_output=True, text=True, cwd=REPO, timeout=400, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("extra None") == 2, done.stdout
