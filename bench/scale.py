@@ -11,7 +11,7 @@ writes one record, then its polls return nothing): that is what idle tasks cost.
 
     python bench/scale.py [--tasks 10,100,300,1000] [--rate 10] [--window 30]
                           [--long-window 600] [--bootstrap HOST:PORT] [--keep-logs]
-                          [--set producer.client=librdkafka ...]
+                          [--set producer.client=librdkafka ...] [--py-spy DIR]
 
 ``--long-window`` applies to the largest N (the issue asks for 10 minutes at 1
 record/s per task there; ``--long-window 0`` uses ``--window``). A row fails loudly if
@@ -24,6 +24,8 @@ import argparse
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -47,6 +49,8 @@ class Row:
     to_running: float
     rss_mb: float
     cpu_cores: float
+    sys_share: float
+    """The part of the CPU spent in the kernel (socket writes reach the broker there)."""
     fds: int
     txn_per_s: float
     window: float
@@ -57,9 +61,10 @@ class Row:
         return 1000 * self.cpu_cores / self.txn_per_s if self.txn_per_s else float("nan")
 
 
-def proc_cpu_seconds(pid: int) -> float:
+def proc_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of the process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+    return int(fields[11]) / TICKS, int(fields[12]) / TICKS  # utime, stime
 
 
 def proc_rss_mb(pid: int) -> float:
@@ -106,6 +111,7 @@ def one_row(
     window: float,
     idle: bool,
     extra: dict[str, str],
+    profile: Path | None = None,
 ) -> Row:
     group = f"scale-{uuid.uuid4().hex[:8]}"
     props = {**worker_props(bootstrap, group, offset_storage_partitions="25"), **extra}
@@ -140,15 +146,20 @@ def one_row(
             to_running = time.monotonic() - started
             time.sleep(min(10.0, window / 3))  # warm-up: first transactions, allocations
             cpu0, txn0, t0 = proc_cpu_seconds(pid), committed(http, worker.rest_url), time.time()
+            spy = None if profile is None else py_spy(pid, window, profile)
             time.sleep(window)
+            if spy is not None:
+                spy.wait()
             cpu1, txn1, t1 = proc_cpu_seconds(pid), committed(http, worker.rest_url), time.time()
+            user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
             states = task_states(http, worker.rest_url)
             return Row(
                 tasks=tasks,
                 rate=0.0 if idle else rate,
                 to_running=to_running,
                 rss_mb=proc_rss_mb(pid),
-                cpu_cores=(cpu1 - cpu0) / (t1 - t0),
+                cpu_cores=(user + system) / (t1 - t0),
+                sys_share=system / (user + system) if user + system else 0.0,
                 fds=proc_fds(pid),
                 txn_per_s=(txn1 - txn0) / (t1 - t0),
                 window=t1 - t0,
@@ -158,16 +169,38 @@ def one_row(
         worker.stop()
 
 
+def py_spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    """Sample the worker with py-spy (raw, collapsed stacks) while the window runs;
+    its own CPU is not the worker's, so the measured numbers stay comparable."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    cmd = [
+        spy,
+        "record",
+        "-p",
+        str(pid),
+        "-d",
+        str(int(seconds)),
+        "-r",
+        "100",
+        "-f",
+        "raw",
+        "--nonblocking",
+    ]
+    return subprocess.Popen([*cmd, "-o", str(out)], stdout=subprocess.DEVNULL)
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| tasks | records/s per task | seconds to RUNNING | RSS MB | RSS per task MB "
-        "| CPU cores | fds | transactions/s | CPU ms per transaction | window s | FAILED |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU cores | of it kernel | fds | transactions/s | CPU ms per transaction "
+        "| window s | FAILED |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.tasks} | {'idle' if r.rate == 0 else f'{r.rate:g}'} | {r.to_running:.1f} "
-            f"| {r.rss_mb:.0f} | {r.rss_mb / r.tasks:.2f} | {r.cpu_cores:.2f} | {r.fds} "
+            f"| {r.rss_mb:.0f} | {r.rss_mb / r.tasks:.2f} | {r.cpu_cores:.2f} | {r.sys_share:.0%} "
+            f"| {r.fds} "
             f"| {r.txn_per_s:.0f} | {r.cpu_ms_per_txn:.2f} | {r.window:.0f} | {r.failed} |"
         )
     return "\n".join(lines)
@@ -184,6 +217,10 @@ def main() -> None:
     parser.add_argument("--bootstrap")
     parser.add_argument("--keep-logs", action="store_true")
     parser.add_argument(
+        "--py-spy", type=Path, metavar="DIR",
+        help="profile each row's measured window with py-spy (collapsed stacks in DIR)",
+    )  # fmt: skip
+    parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="a worker setting, e.g. --set producer.client=librdkafka (repeatable)",
     )  # fmt: skip
@@ -199,7 +236,10 @@ def main() -> None:
             rate = args.long_rate if largest and args.long_window else args.rate
             home = root / f"row-{n}"
             home.mkdir()
-            rows.append(one_row(bootstrap, home, n, rate, window, idle=False, extra=extra))
+            spy = None if args.py_spy is None else args.py_spy / f"worker-{n}.txt"
+            if spy is not None:
+                spy.parent.mkdir(parents=True, exist_ok=True)
+            rows.append(one_row(bootstrap, home, n, rate, window, False, extra, spy))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
         if not args.no_idle:
             home = root / "idle"

@@ -31,6 +31,7 @@ from prometheus_client import (
     GC_COLLECTOR,
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     PlatformCollector,
     ProcessCollector,
@@ -79,7 +80,7 @@ class PrometheusTaskObserver:
     ) -> None:
         self._m = metrics
         self._fenced_on_worker = fenced_on_worker
-        self._labels = (connector, str(task_id))
+        self._labels = labels = (connector, str(task_id))
         self._clock = clock
         self._release = release
         self._lock = threading.Lock()
@@ -94,6 +95,19 @@ class PrometheusTaskObserver:
         self._states = [s.value for s in TASK_STATES]
         self._events: set[str] = set()
         self._create_series()
+        # The labelled children, looked up once: a lookup costs more than the update
+        # (the hot path runs per poll, per send and per commit of every task).
+        c = labels
+        self._polled = metrics.records_polled.labels(*c)
+        self._poll_duration = metrics.poll_duration.labels(*c)
+        self._written = metrics.records_written.labels(*c)
+        self._written_bytes = metrics.written_bytes.labels(*c)
+        self._txn_committed = metrics.transactions_committed.labels(*c)
+        self._txn_records = metrics.transaction_records.labels(*c)
+        self._commit_duration = metrics.commit_duration.labels(*c)
+        self._open_duration = metrics.transaction_open_duration.labels(*c)
+        self._commit_gauges: tuple[Gauge, Gauge, Gauge, Gauge] | None = None
+        """min, max, avg size and last commit time: created by the first commit."""
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -133,6 +147,15 @@ class PrometheusTaskObserver:
             m.state.labels(*labels, state).set(0)
         m.last_commit_age.labels(*labels).set_function(self._last_commit_age)
 
+    def _create_commit_gauges(self) -> tuple[Gauge, Gauge, Gauge, Gauge]:
+        m, labels = self._m, self._labels
+        return (
+            m.transaction_size_min.labels(*labels),
+            m.transaction_size_max.labels(*labels),
+            m.transaction_size_avg.labels(*labels),
+            m.last_commit_timestamp.labels(*labels),
+        )
+
     def _last_commit_age(self) -> float:
         since = self._started if self._last_commit is None else self._last_commit
         return max(0.0, self._clock() - since)
@@ -149,15 +172,15 @@ class PrometheusTaskObserver:
     def poll_completed(self, records: int, seconds: float) -> None:
         if self._closed:
             return
-        self._m.records_polled.labels(*self._labels).inc(records)
-        self._m.poll_duration.labels(*self._labels).observe(seconds)
+        self._polled.inc(records)
+        self._poll_duration.observe(seconds)
 
     @_never_raises
     def records_written(self, records: int, nbytes: int) -> None:
         if self._closed:
             return
-        self._m.records_written.labels(*self._labels).inc(records)
-        self._m.written_bytes.labels(*self._labels).inc(nbytes)
+        self._written.inc(records)
+        self._written_bytes.inc(nbytes)
 
     @_never_raises
     def records_dropped(self, records: int) -> None:
@@ -170,7 +193,6 @@ class PrometheusTaskObserver:
     def transaction_committed(
         self, records: int, commit_seconds: float, open_seconds: float
     ) -> None:
-        m, labels = self._m, self._labels
         with self._lock:
             if self._closed:
                 return
@@ -181,16 +203,18 @@ class PrometheusTaskObserver:
             self._max = records if first else max(self._max, records)
             self._last_commit = self._clock()
             if not self._superseded:
-                m.transaction_size_min.labels(*labels).set(self._min)
-                m.transaction_size_max.labels(*labels).set(self._max)
-                m.transaction_size_avg.labels(*labels).set(
-                    self._committed_records / self._committed
-                )
-                m.last_commit_timestamp.labels(*labels).set(self._last_commit)
-        m.transactions_committed.labels(*labels).inc()
-        m.transaction_records.labels(*labels).observe(records)
-        m.commit_duration.labels(*labels).observe(commit_seconds)
-        m.transaction_open_duration.labels(*labels).observe(open_seconds)
+                gauges = self._commit_gauges
+                if gauges is None:
+                    gauges = self._commit_gauges = self._create_commit_gauges()
+                size_min, size_max, size_avg, last_commit = gauges
+                size_min.set(self._min)
+                size_max.set(self._max)
+                size_avg.set(self._committed_records / self._committed)
+                last_commit.set(self._last_commit)
+        self._txn_committed.inc()
+        self._txn_records.observe(records)
+        self._commit_duration.observe(commit_seconds)
+        self._open_duration.observe(open_seconds)
 
     @_never_raises
     def transaction_aborted(self, records: int, reason: AbortReason) -> None:

@@ -60,7 +60,16 @@ class AiokafkaTaskProducer:
         await self._call(self._producer.start())
 
     async def begin(self) -> None:
-        await self._call(self._producer.begin_transaction())
+        txn = self._producer._txn_manager
+        if txn is None or not txn.has_pid():  # the producer id is still on its way
+            await self._call(self._producer.begin_transaction())
+            return
+        # What begin_transaction does once the producer id is known, without the task
+        # it spawns to wait for the id: a task per transaction, for nothing.
+        try:
+            txn.begin_transaction()
+        except FENCED_ERRORS as exc:
+            raise _fenced(exc) from exc
 
     async def send(
         self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
