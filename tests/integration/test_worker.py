@@ -13,9 +13,11 @@ from structlog.testing import capture_logs
 
 from eos.errors import TopicError
 from eos.kafka import ClientConfig, read_to_end
+from eos.runtime.converters import JsonConverter
+from eos.runtime.partitioner import murmur2
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
-from services.connectors.verifiable import aborted_records
+from services.connectors.verifiable import aborted_records, record_value
 from services.verify import verify
 from tests.conftest import TopicFactory
 from tests.integration.helpers import producer
@@ -145,6 +147,84 @@ async def test_connector_requested_aborts(
         await anyio.sleep(2)
     result = await verify(client_config, topic, expected, 10, aborted)
     assert (result.records, result.duplicates, result.unexpected) == (expected, 0, 0)
+
+
+async def test_verifiable_blocks_exactly_once_same_bytes_and_resume(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    topic_factory: TopicFactory,
+    producer_client: str,
+) -> None:
+    """VerifiableSource with output=blocks, exactly-once (interval 500 ms): every record
+    once, in its key's partition, with the bytes the json converters write for
+    output=records; a restart resumes from the offsets and writes nothing again."""
+    group = unique_name("g")
+    topic = await topic_factory(partitions=3)
+    props = verifiable(
+        "vs",
+        topic,
+        output="blocks",
+        record_bytes=100,
+        batch_size=70,
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms=500,
+    )
+    wprops = worker_props(bootstrap, group, producer_client=producer_client)
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        result = await verify(client_config, topic, 2000, 60, {})
+    assert (result.records, result.duplicates, result.gaps, result.unexpected) == (2000, 0, 0, 0)
+
+    json_ = JsonConverter()
+    records = await read_to_end(client_config, topic)
+    for record in records:
+        value = json.loads(record.value)
+        expected = record_value(value["partition"], value["seqno"], value["task"], 100)
+        assert record.value == json_.convert(topic, expected)
+        assert record.key == json_.convert(topic, value["partition"])
+        assert record.partition == (murmur2(record.key) & 0x7FFFFFFF) % 3
+
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        await anyio.sleep(2)
+    assert len(await read_to_end(client_config, topic)) == 2000
+
+
+async def test_verifiable_blocks_connector_requested_aborts(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    producer_client: str,
+) -> None:
+    """output=blocks keeps the transaction rule of output=records: the same records are
+    aborted (a transaction's last block carries the request)."""
+    group, topic = unique_name("g"), unique_name("out")
+    props = verifiable(
+        "vs",
+        topic,
+        output="blocks",
+        records_per_partition=300,
+        transaction_boundary="connector",
+        commit_every_records=20,
+        abort_every_transactions=3,
+        batch_size=50,
+    )
+    aborted: dict[str, set[int]] = {}
+    for task in range(2):
+        aborted.update(aborted_records(2, 20, 3, task, 300))
+    expected = 4 * 300 - sum(len(s) for s in aborted.values())
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=producer_client), [props]
+    ) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        result = await verify(client_config, topic, expected, 60, aborted)
+    assert (result.records, result.duplicates, result.gaps, result.unexpected) == (
+        expected,
+        0,
+        0,
+        0,
+    )
 
 
 async def _reconfigure(
