@@ -14,13 +14,12 @@ from structlog.testing import capture_logs
 from eos.errors import TopicError
 from eos.kafka import ClientConfig, read_to_end
 from eos.runtime.converters import JsonConverter
-from eos.runtime.partitioner import murmur2
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
 from services.connectors.verifiable import aborted_records, record_value
 from services.verify import verify
 from tests.conftest import TopicFactory
-from tests.integration.helpers import producer
+from tests.integration.helpers import key_partition, producer
 from tests.integration.worker_harness import running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -37,6 +36,13 @@ def verifiable(name: str, topic: str, **settings: object) -> dict[str, str]:
     }
     props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     return props
+
+
+async def run_briefly(wprops: dict[str, str], props: dict[str, str], tasks: int) -> None:
+    """Run the connector ``vs`` in a new worker for 2 s once its ``tasks`` run (a restart)."""
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", tasks)
+        await anyio.sleep(2)
 
 
 async def test_create_run_and_status_over_rest(
@@ -107,12 +113,16 @@ async def test_conversion_failure_fails_task_and_hides_open_transaction(
     assert values == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
+@pytest.mark.parametrize("output", ["records", "blocks"])
 async def test_connector_requested_aborts(
     bootstrap: str,
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     producer_client: str,
+    output: str,
 ) -> None:
+    """The same records are aborted with output=blocks as with records (a transaction's
+    last block carries the request)."""
     group, topic = unique_name("g"), unique_name("out")
     props = verifiable(
         "vs",
@@ -121,6 +131,7 @@ async def test_connector_requested_aborts(
         transaction_boundary="connector",
         commit_every_records=20,
         abort_every_transactions=3,
+        output=output,
     )
     aborted: dict[str, set[int]] = {}
     for task in range(2):
@@ -140,11 +151,7 @@ async def test_connector_requested_aborts(
         0,
     )
     # A restart resumes after the aborted records: they never come back.
-    async with running_worker(
-        worker_props(bootstrap, group, producer_client=producer_client), [props]
-    ) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(worker_props(bootstrap, group, producer_client=producer_client), props, 2)
     result = await verify(client_config, topic, expected, 10, aborted)
     assert (result.records, result.duplicates, result.unexpected) == (expected, 0, 0)
 
@@ -183,48 +190,10 @@ async def test_verifiable_blocks_exactly_once_same_bytes_and_resume(
         expected = record_value(value["partition"], value["seqno"], value["task"], 100)
         assert record.value == json_.convert(topic, expected)
         assert record.key == json_.convert(topic, value["partition"])
-        assert record.partition == (murmur2(record.key) & 0x7FFFFFFF) % 3
+        assert record.partition == key_partition(record.key, 3)
 
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 2)
     assert len(await read_to_end(client_config, topic)) == 2000
-
-
-async def test_verifiable_blocks_connector_requested_aborts(
-    bootstrap: str,
-    client_config: ClientConfig,
-    unique_name: Callable[[str], str],
-    producer_client: str,
-) -> None:
-    """output=blocks keeps the transaction rule of output=records: the same records are
-    aborted (a transaction's last block carries the request)."""
-    group, topic = unique_name("g"), unique_name("out")
-    props = verifiable(
-        "vs",
-        topic,
-        output="blocks",
-        records_per_partition=300,
-        transaction_boundary="connector",
-        commit_every_records=20,
-        abort_every_transactions=3,
-        batch_size=50,
-    )
-    aborted: dict[str, set[int]] = {}
-    for task in range(2):
-        aborted.update(aborted_records(2, 20, 3, task, 300))
-    expected = 4 * 300 - sum(len(s) for s in aborted.values())
-    async with running_worker(
-        worker_props(bootstrap, group, producer_client=producer_client), [props]
-    ) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        result = await verify(client_config, topic, expected, 60, aborted)
-    assert (result.records, result.duplicates, result.gaps, result.unexpected) == (
-        expected,
-        0,
-        0,
-        0,
-    )
 
 
 async def _reconfigure(
@@ -327,9 +296,7 @@ async def test_separate_offsets_topic_combined_view_and_mirror(
     assert by_partition["0-1"] == list(range(50, 200))  # own topic wins over global's 30
 
     # A restart resumes from the stored offsets: nothing new is written.
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 1)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 1)
     assert len(await read_to_end(client_config, topic)) == 250
 
 
@@ -344,14 +311,10 @@ async def test_at_least_once_mode_runs_and_resumes(
         bootstrap, group, exactly_once_source_support="disabled", producer_client=producer_client
     )
     props = verifiable("vs", topic, records_per_partition=0, throughput=500)
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 2)
     first = len(await read_to_end(client_config, topic))
     assert first > 0
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 2)
     result = await verify(client_config, topic, first + 1, 30, {})
     assert result.gaps == 0
     assert result.records > first
