@@ -12,7 +12,10 @@ Rows (100-byte records unless said):
                       each producer (batch.size 2000 lines, as FileStreamSource's default)
   vs-*                eos VerifiableSource in a worker in this process: exactly-once with
                       interval 1 s, each producer, 1 and 4 tasks, 100 B and 1 KB; and
-                      at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target)
+                      at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target);
+                      each with output=records (a SourceRecord per record, JSON-converted,
+                      commit_record overridden) and output=blocks (rows "-blocks": the same
+                      bytes as RecordBlocks, nothing per record in Python but the encoding)
 
 File rows are timed from the connector's creation (REST) to the last committed record:
 the read_committed end offset (LSO) of the 1-partition output topic is sampled every
@@ -27,7 +30,11 @@ rounds. The Java parts come from Maven Central (bench/peers-pom.xml) into .cache
 for the broker's version in deploy/kafka/pom.xml. Usage:
 
     python bench/peers.py [--bootstrap HOST:PORT] [--lines 2000000] [--records 1000000]
-                          [--rounds 2] [--only pp,connect,eos,vs]
+                          [--rounds 2] [--only pp,connect,eos,vs] [--rows SUBSTRING,...]
+
+``--only`` picks groups; ``--rows`` keeps, within them, the rows whose name contains one
+of the substrings (``--rows vs-eos-librdkafka-1t-100B,vs-alos-librdkafka-1t-100B``: the
+rows of the 0.6 x pp-txn and 0.95 x alos targets, records and blocks).
 """
 
 from __future__ import annotations
@@ -69,6 +76,15 @@ from services.dev_kafka import free_ports
 POM = REPO / "bench" / "peers-pom.xml"
 SETTINGS = REPO / "bench" / "spark-kafka-settings.xml"
 CLIENTS = ("aiokafka", "librdkafka")
+OUTPUTS = ("records", "blocks")
+"""VerifiableSource's ``output``: a row per output (blocks rows end in ``-blocks``)."""
+
+Wanted = Callable[[str], bool]
+"""Whether to run the row of this name (``--rows``)."""
+
+
+def everything(name: str) -> bool:
+    return True
 
 
 def kafka_version() -> str:
@@ -303,8 +319,12 @@ def boundary(mode: str) -> dict[str, str]:
 
 
 def connect_rows(
-    jars: Path, bootstrap: str, brokers: list[int], lines: int, work: Path
-) -> list[Row]:
+    jars: Path, bootstrap: str, brokers: list[int], lines: int, work: Path,
+    wanted: Wanted = everything,
+) -> list[Row]:  # fmt: skip
+    modes = [mode for mode in ("poll", "interval") if wanted(f"connect-file-{mode}")]
+    if not modes:
+        return []
     path, last = lines_file(lines)
     (port,) = free_ports(1)
     group = f"connect-{uuid.uuid4().hex[:8]}"
@@ -324,7 +344,7 @@ def connect_rows(
     rows = []
     cmd = java(jars, "org.apache.kafka.connect.cli.ConnectDistributed", str(worker))
     with process(cmd, work / "connect.log", f"{url}/connectors") as pid:
-        for mode in ("poll", "interval"):
+        for mode in modes:
             name = f"file-{mode}-{uuid.uuid4().hex[:6]}"
             config = {
                 "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -338,7 +358,17 @@ def connect_rows(
     return rows
 
 
-def eos_file_rows(bootstrap: str, brokers: list[int], lines: int, work: Path) -> list[Row]:
+def eos_file_rows(
+    bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything
+) -> list[Row]:
+    runs = [
+        (client, mode)
+        for client in CLIENTS
+        for mode in ("poll", "interval")
+        if wanted(f"eos-file-{mode}-{client}")
+    ]
+    if not runs:
+        return []
     path, last = lines_file(lines)
     (port,) = free_ports(1)
     group = f"eos-{uuid.uuid4().hex[:8]}"
@@ -355,29 +385,34 @@ def eos_file_rows(bootstrap: str, brokers: list[int], lines: int, work: Path) ->
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
     env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}
     with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
-        for client in CLIENTS:
-            for mode in ("poll", "interval"):
-                name = f"file-{mode}-{client}-{uuid.uuid4().hex[:6]}"
-                config = {
-                    "connector.class": "FileSource",
-                    "path": str(path),
-                    "topic": f"{group}-{name}",
-                    "tasks.max": "1",
-                    "batch.size": "2000",
-                    "producer.client": client,
-                    **boundary(mode),
-                }
-                rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
-                                           last, f"eos-file-{mode}-{client}"))  # fmt: skip
+        for client, mode in runs:
+            name = f"file-{mode}-{client}-{uuid.uuid4().hex[:6]}"
+            config = {
+                "connector.class": "FileSource",
+                "path": str(path),
+                "topic": f"{group}-{name}",
+                "tasks.max": "1",
+                "batch.size": "2000",
+                "producer.client": client,
+                **boundary(mode),
+            }
+            rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
+                                       last, f"eos-file-{mode}-{client}"))  # fmt: skip
     return rows
 
 
 # ------------------------------------------------------------------ VerifiableSource
 
 
+def vs_name(client: str, mode: str, size: int, tasks: int, output: str) -> str:
+    suffix = "-blocks" if output == "blocks" else ""
+    return f"vs-{mode}-{client}-{tasks}t-{size}B{suffix}"
+
+
 async def verifiable(
-    bootstrap: str, brokers: list[int], client: str, mode: str, size: int, tasks: int, records: int
-) -> Row:
+    bootstrap: str, brokers: list[int], client: str, mode: str, size: int, tasks: int,
+    records: int, output: str,
+) -> Row:  # fmt: skip
     settings = bench_settings(
         bootstrap,
         "peers",
@@ -399,6 +434,7 @@ async def verifiable(
         "records.per.partition": str(per_task),
         "record.bytes": str(size),
         "batch.size": "1000",
+        "output": output,
         **boundary("interval"),
     }
     from worker_run import Progress
@@ -410,22 +446,29 @@ async def verifiable(
     assert progress.cpu is not None
     used = progress.cpu.used()
     n = progress.committed
-    name = f"vs-{mode}-{client}-{tasks}t-{size}B"
+    name = vs_name(client, mode, size, tasks, output)
     return Row(name, n, progress.seconds, progress.nbytes, used["python"] / n * 1e6,
                used["broker"] / n * 1e6)  # fmt: skip
 
 
-def vs_rows(bootstrap: str, brokers: list[int], records: int) -> list[Row]:
+def vs_rows(
+    bootstrap: str, brokers: list[int], records: int, wanted: Wanted = everything
+) -> list[Row]:
+    runs = [
+        ("eos", size, tasks, client, output)
+        for size in (100, 1000)
+        for tasks in (1, 4)
+        for client in CLIENTS
+        for output in OUTPUTS
+    ]
+    runs += [("alos", 100, 1, client, output) for client in CLIENTS for output in OUTPUTS]
     rows = []
-    for size in (100, 1000):
+    for mode, size, tasks, client, output in runs:
+        if not wanted(vs_name(client, mode, size, tasks, output)):
+            continue
         count = records if size == 100 else records * 3 // 10
-        for tasks in (1, 4):
-            for client in CLIENTS:
-                rows.append(anyio.run(verifiable, bootstrap, brokers, client, "eos", size, tasks,
-                                      count))  # fmt: skip
-                print(f"  {rows[-1].name}: {rows[-1].rate:,.0f} rec/s", flush=True)
-    for client in CLIENTS:
-        rows.append(anyio.run(verifiable, bootstrap, brokers, client, "alos", 100, 1, records))
+        rows.append(anyio.run(verifiable, bootstrap, brokers, client, mode, size, tasks, count,
+                              output))  # fmt: skip
         print(f"  {rows[-1].name}: {rows[-1].rate:,.0f} rec/s", flush=True)
     return rows
 
@@ -466,12 +509,12 @@ def table(rounds: list[list[Row]]) -> str:
 
 
 def peer_of(name: str) -> str:
-    """What a row is compared with: Connect for eos file rows, at-least-once for the
-    exactly-once VerifiableSource rows of 1 task and 100 B."""
+    """What a row is compared with: Connect for eos file rows, at-least-once (of the same
+    producer and output) for the exactly-once VerifiableSource rows of 1 task and 100 B."""
     if name.startswith("eos-file-"):
         mode = name.split("-")[2]
         return f"connect-file-{mode}"
-    if name.startswith("vs-eos-") and name.endswith("-1t-100B"):
+    if name.startswith("vs-eos-") and name.removesuffix("-blocks").endswith("-1t-100B"):
         return name.replace("vs-eos-", "vs-alos-")
     return ""
 
@@ -484,20 +527,27 @@ def main() -> None:
     parser.add_argument("--pp-records", type=int, default=3_000_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="pp,connect,eos,vs")
+    parser.add_argument("--rows", default="", help="only rows whose name contains one of these")
     args = parser.parse_args()
     bench_process()
     wanted = args.only.split(",")
+    patterns = [p for p in args.rows.split(",") if p]
+
+    def row_wanted(name: str) -> bool:
+        return not patterns or any(p in name for p in patterns)
+
     jars = resolve_jars(kafka_version()) if {"pp", "connect"} & set(wanted) else Path()
     lines_file(args.lines)
     work = Path(tempfile.mkdtemp(prefix="eos-peers-"))
     groups: dict[str, Callable[[str, list[int]], list[Row]]] = {
         "pp": lambda b, p: [
-            producer_performance(jars, b, args.pp_records, 100, True, p),
-            producer_performance(jars, b, args.pp_records, 100, False, p),
+            producer_performance(jars, b, args.pp_records, 100, transactional, p)
+            for transactional in (True, False)
+            if row_wanted("pp-txn" if transactional else "pp-plain")
         ],
-        "connect": lambda b, p: connect_rows(jars, b, p, args.lines, work),
-        "eos": lambda b, p: eos_file_rows(b, p, args.lines, work),
-        "vs": lambda b, p: vs_rows(b, p, args.records),
+        "connect": lambda b, p: connect_rows(jars, b, p, args.lines, work, row_wanted),
+        "eos": lambda b, p: eos_file_rows(b, p, args.lines, work, row_wanted),
+        "vs": lambda b, p: vs_rows(b, p, args.records, row_wanted),
     }
     rounds: list[list[Row]] = []
     with bench_broker(args.bootstrap, heap="1g") as (bootstrap, brokers):

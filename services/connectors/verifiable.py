@@ -32,12 +32,31 @@ same ``k`` and the same fate. (This relies on the framework never committing an
 unfinished connector-defined transaction, e.g. at shutdown: Kafka Connect does not.)
 With ``C = 0`` the task asks for a commit after every poll batch, and ``A`` must be 0.
 Without a transaction context (other boundaries) both settings are ignored.
+
+**Output** (``output``). ``records`` (the default): one :class:`SourceRecord` per record,
+key and value as Python values that the runtime's converters turn into JSON, and a task
+that overrides ``commit_record`` (so the runtime keeps every record and, with the
+librdkafka producer, a delivery report per record): the path of a typical connector.
+``blocks``: one :class:`RecordBlock` per source partition that a poll touches, its rows
+in sequence-number order, its ``source_offset`` the offset after its last row; keys and
+values are the bytes the ``json`` converters would have written for the same records
+(so the topic is byte-identical, keys hash to the same partitions, ``eos verify``
+reads it the same), encoded from per-partition templates with the sequence number
+formatted in, and the task keeps the default ``commit_record``
+(:meth:`VerifiableSource.task_class_for`): the fast path, for benchmarks of the
+framework and its producers. Both converters must be ``json``. Each poll emits the same
+records either way (the ``batch.size`` smallest indexes ``k``), so offsets, ``throughput``
+pacing and restarts are the same. The transaction rule holds exactly: a poll's records
+are cut into blocks at transaction ends too, and the boundary is asked for right after
+the last block of each transaction (a block counts as one record for the transaction
+context).
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +72,9 @@ from eos.api import (
     ExactlyOnceSupport,
     Importance,
     NonEmpty,
+    OneOf,
     Range,
+    RecordBlock,
     RecordMetadata,
     SourceConnector,
     SourceRecord,
@@ -65,6 +86,8 @@ from eos.api import (
 
 TASK_ID = "task.id"
 TASK_PARTITIONS = "task.partitions"
+RECORDS, BLOCKS = "records", "blocks"
+"""The values of ``output``."""
 IDLE_SECONDS = 1.0
 """How long :meth:`VerifiableSourceTask.poll` waits at most before returning empty: a
 finished task, or one ahead of ``throughput``, wakes up once a second at most (the
@@ -131,6 +154,18 @@ CONFIG_DEF = (
         "With transaction.boundary=connector: abort every n-th transaction instead of "
         "committing it; 0 = never. Needs commit.every.records > 0.",
     )
+    .define(
+        "output",
+        Type.STRING,
+        RECORDS,
+        OneOf(RECORDS, BLOCKS),
+        Importance.LOW,
+        "records: one SourceRecord per record, converted by the runtime, and a task that "
+        "overrides commit_record (a delivery report per record); blocks: one RecordBlock "
+        "per source partition and poll, keys and values already the bytes the json "
+        "converters write (the same topic content, no Python object or delivery report "
+        "per record; needs key.converter and value.converter json).",
+    )
 )
 
 
@@ -146,12 +181,13 @@ class Settings:
     batch_size: int
     commit_every: int
     abort_every: int
+    output: str = RECORDS
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> Settings:
         """Typed settings; :class:`ConfigError` names the first invalid one."""
         values = CONFIG_DEF.parse(config)
-        for problem in _cross_check(values):
+        for problem in _cross_check(values, config):
             raise problem
         return cls(
             topic=values["topic"],
@@ -162,21 +198,36 @@ class Settings:
             batch_size=values["batch.size"],
             commit_every=values["commit.every.records"],
             abort_every=values["abort.every.transactions"],
+            output=values["output"].lower(),
         )
 
 
-def _cross_check(values: Mapping[str, Any]) -> list[ConfigError]:
+def _cross_check(values: Mapping[str, Any], config: Mapping[str, Any]) -> list[ConfigError]:
+    problems = []
     abort_every = values["abort.every.transactions"]
     if abort_every > 0 and values["commit.every.records"] == 0:
-        return [
+        problems.append(
             ConfigError(
                 "abort.every.transactions",
                 abort_every,
                 "aborting every n-th transaction needs fixed transactions: "
                 "set commit.every.records > 0 as well",
             )
-        ]
-    return []
+        )
+    if values["output"].lower() == BLOCKS:
+        for which in ("key", "value"):
+            converter = config.get(f"{which}.converter", "json")
+            if str(converter).strip().lower() != "json":
+                problems.append(
+                    ConfigError(
+                        f"{which}.converter",
+                        converter,
+                        "output=blocks writes the JSON the json converter would (the "
+                        f"converters are skipped): set {which}.converter=json, or "
+                        "output=records",
+                    )
+                )
+    return problems
 
 
 def partition_ids(task_id: int, partitions_per_task: int) -> list[str]:
@@ -228,6 +279,44 @@ def _pad(length: int) -> str:
     return "x" * length
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"))
+"""Compact JSON, as the runtime's ``json`` converter writes it."""
+
+
+class BlockEncoder:
+    """The keys and values of one partition's records as the ``json`` converters write
+    them, without a Python object per record: one template per number of digits of the
+    sequence number (the padding depends on it), with the number formatted in."""
+
+    def __init__(self, partition: str, task_id: int, record_bytes: int) -> None:
+        self.partition = partition
+        self.task_id = task_id
+        self.record_bytes = record_bytes
+        self.key = _JSON.encode(partition).encode()
+        self._templates: dict[int, bytes] = {}
+
+    def _template(self, digits: int) -> bytes:
+        template = self._templates.get(digits)
+        if template is None:
+            sample = 10 ** (digits - 1) if digits > 1 else 0
+            value = record_value(self.partition, sample, self.task_id, self.record_bytes)
+            head, marker, tail = _JSON.encode(value).encode().partition(b'"seqno":%d,' % sample)
+            assert marker, "the value holds its sequence number"
+            escaped = [part.replace(b"%", b"%%") for part in (head, tail)]
+            template = self._templates[digits] = escaped[0] + b'"seqno":%d,' + escaped[1]
+        return template
+
+    def values(self, start: int, stop: int) -> list[bytes]:
+        """The values of the sequence numbers ``start`` … ``stop - 1``."""
+        values: list[bytes] = []
+        while start < stop:
+            digits = len(str(start))
+            end = min(stop, 10**digits)
+            values += map(self._template(digits).__mod__, range(start, end))
+            start = end
+        return values
+
+
 class VerifiableSource(SourceConnector):
     """Numbered records in ``partitions.per.task`` times ``tasks.max`` source partitions."""
 
@@ -244,8 +333,8 @@ class VerifiableSource(SourceConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         errors = super().validate(config)
         if not any(errors.values()):
-            for problem in _cross_check(CONFIG_DEF.parse(config)):
-                errors[problem.key].append(str(problem))
+            for problem in _cross_check(CONFIG_DEF.parse(config), config):
+                errors.setdefault(problem.key, []).append(str(problem))
         return errors
 
     async def start(self, config: Mapping[str, str]) -> None:
@@ -254,6 +343,11 @@ class VerifiableSource(SourceConnector):
 
     def task_class(self) -> type[SourceTask]:
         return VerifiableSourceTask
+
+    def task_class_for(self, task_config: Mapping[str, str]) -> type[SourceTask]:
+        """:class:`VerifiableBlockTask` for ``output=blocks``, else the records task."""
+        output = CONFIG_DEF.keys["output"].parse(task_config.get("output"))
+        return VerifiableBlockTask if output.lower() == BLOCKS else VerifiableSourceTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Task ``i`` gets the connector's settings, ``task.id=i`` and its partitions."""
@@ -290,6 +384,7 @@ class VerifiableSourceTask(SourceTask):
         self._partitions: list[str] = []
         self._heap: list[tuple[int, int]] = []  # (task-wide index k, partition index j)
         self._txn: TransactionContext | None = None
+        self._encoders: list[BlockEncoder] = []
         self._started_at: float | None = None
         self._emitted = 0
         self.committed_records = 0
@@ -303,6 +398,9 @@ class VerifiableSourceTask(SourceTask):
         self._settings = settings
         self._task_id, self._partitions = _task_assignment(config)
         self._txn = context.transaction_context
+        self._encoders = [
+            BlockEncoder(p, self._task_id, settings.record_bytes) for p in self._partitions
+        ]
         offsets = await context.offset_reader.offsets([{"partition": p} for p in self._partitions])
         count = len(self._partitions)
         self._heap = []
@@ -324,19 +422,25 @@ class VerifiableSourceTask(SourceTask):
         total = self._settings.records_per_partition
         return total > 0 and seqno >= total
 
-    async def poll(self) -> Sequence[SourceRecord] | None:
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
         assert self._settings is not None, "start() first"
         if not self._heap:
             await anyio.sleep(IDLE_SECONDS)
             return None
         budget = await self._allowance()
-        records: list[SourceRecord] = []
-        while self._heap and len(records) < budget:
-            records.append(self._next_record())
-        self._emitted += len(records)
-        if records and self._txn is not None and self._settings.commit_every == 0:
+        batch: Sequence[SourceRecord | RecordBlock]
+        if self._settings.output == BLOCKS:
+            batch = self._next_blocks(budget)
+            self._emitted += sum(map(len, batch))
+        else:
+            records: list[SourceRecord] = []
+            while self._heap and len(records) < budget:
+                records.append(self._next_record())
+            batch = records
+            self._emitted += len(records)
+        if batch and self._txn is not None and self._settings.commit_every == 0:
             self._txn.commit_transaction()
-        return records or None
+        return batch or None
 
     async def _allowance(self) -> int:
         """How many records may go now: ``batch.size``, or fewer when ``throughput``
@@ -373,7 +477,86 @@ class VerifiableSourceTask(SourceTask):
         self._request_boundary(record, k)
         return record
 
-    def _request_boundary(self, record: SourceRecord, k: int) -> None:
+    def _next_blocks(self, budget: int) -> list[RecordBlock]:
+        """The next ``budget`` records (those ``_next_record`` would give, by smallest
+        index ``k``) as blocks: one per partition and transaction segment, the boundary
+        asked for right after the last block of a transaction."""
+        assert self._settings is not None
+        commit_every = self._settings.commit_every if self._txn is not None else 0
+        blocks: list[RecordBlock] = []
+        taken = 0
+        while self._heap and taken < budget:
+            bound = self._threshold(budget - taken)
+            if commit_every > 0:  # a segment ends with its transaction
+                bound = min(bound, (self._heap[0][0] // commit_every + 1) * commit_every)
+            segment, last = self._take(bound)
+            blocks += segment
+            taken += sum(map(len, segment))
+            self._request_boundary(segment[-1], last)
+        return blocks
+
+    def _left(self, k: int, bound: int) -> int:
+        """How many records of the partition whose next index is ``k`` have an index
+        below ``bound`` (and are not beyond ``records.per.partition``)."""
+        assert self._settings is not None
+        count = len(self._partitions)
+        below = max(0, (bound - k + count - 1) // count)
+        total = self._settings.records_per_partition
+        return min(below, total - k // count) if total > 0 else below
+
+    def _threshold(self, wanted: int) -> int:
+        """The smallest index bound below which ``wanted`` records are left (or all of
+        them, when fewer are): one more per step at most, so a binary search finds it."""
+        assert self._settings is not None
+        count, total = len(self._partitions), self._settings.records_per_partition
+        target = wanted
+        if total > 0:
+            target = min(wanted, sum(total - k // count for k, _ in self._heap))
+        low = self._heap[0][0]  # nothing below it
+        high = max(k for k, _ in self._heap) + wanted * count  # wanted of each, or all
+        while high - low > 1:
+            middle = (low + high) // 2
+            if sum(self._left(k, middle) for k, _ in self._heap) >= target:
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def _take(self, bound: int) -> tuple[list[RecordBlock], int]:
+        """The blocks of the records with an index below ``bound``, in the order of their
+        first index, and the last index; the partitions move on past them."""
+        assert self._settings is not None
+        count = len(self._partitions)
+        blocks: list[RecordBlock] = []
+        heap: list[tuple[int, int]] = []
+        last = -1
+        for k, j in sorted(self._heap):
+            n = self._left(k, bound)
+            if n == 0:
+                heap.append((k, j))
+                continue
+            start = k // count
+            blocks.append(self._block(j, start, start + n))
+            last = max(last, k + (n - 1) * count)
+            if not self._finished(start + n):
+                heap.append((k + n * count, j))
+        heapq.heapify(heap)
+        self._heap = heap
+        return blocks, last
+
+    def _block(self, j: int, start: int, stop: int) -> RecordBlock:
+        """The records ``start`` … ``stop - 1`` of partition ``j`` as one block."""
+        assert self._settings is not None
+        encoder = self._encoders[j]
+        return RecordBlock(
+            source_partition={"partition": encoder.partition},
+            source_offset={"seqno": stop},
+            topic=self._settings.topic,
+            values=encoder.values(start, stop),
+            keys=[encoder.key] * (stop - start),
+        )
+
+    def _request_boundary(self, record: SourceRecord | RecordBlock, k: int) -> None:
         """Ask for a commit or abort right after the last record of a transaction."""
         assert self._settings is not None
         commit_every, abort_every = self._settings.commit_every, self._settings.abort_every
@@ -395,6 +578,13 @@ class VerifiableSourceTask(SourceTask):
 
     async def stop(self) -> None:
         self._heap = []
+
+
+class VerifiableBlockTask(VerifiableSourceTask):
+    """The task of ``output=blocks``: it keeps :class:`SourceTask`'s ``commit_record``,
+    so the runtime keeps no record and asks no delivery report per row."""
+
+    commit_record = SourceTask.commit_record
 
 
 def _task_assignment(config: Mapping[str, str]) -> tuple[int, list[str]]:

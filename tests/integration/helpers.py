@@ -10,6 +10,7 @@ import anyio
 from aiokafka import AIOKafkaProducer
 
 from eos.kafka import ClientConfig, make_producer, read_to_end
+from eos.runtime.partitioner import murmur2
 from eos.storage.offset_log import decode_offset_record
 
 
@@ -45,3 +46,8 @@ async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str)
         for r in await read_to_end(config, offsets_topic)
         if (e := decode_offset_record(r.key, r.value)) is not None and e[0] == name
     ]
+
+
+def key_partition(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner (the Java client's): where a keyed record lands."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions

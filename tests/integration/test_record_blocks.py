@@ -15,7 +15,6 @@ import pytest
 from aiokafka.structs import ConsumerRecord
 
 from eos.kafka import ClientConfig, read_to_end
-from eos.runtime.partitioner import murmur2
 from tests.conftest import TopicFactory
 from tests.integration.connectors import (
     BLOCK_BASE_TIMESTAMP,
@@ -25,7 +24,12 @@ from tests.integration.connectors import (
     block_row_headers,
     block_value,
 )
-from tests.integration.helpers import committed_offsets, committed_values, wait_committed
+from tests.integration.helpers import (
+    committed_offsets,
+    committed_values,
+    key_partition,
+    wait_committed,
+)
 from tests.integration.worker_harness import connector_config, running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -57,11 +61,6 @@ def row_of(record: ConsumerRecord) -> int:
     assert value is not None
     assert value.startswith(b"row-"), value
     return int(value[4:])
-
-
-def key_partition(key: bytes, partitions: int) -> int:
-    """Kafka's default partitioner (the Java client's)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def assert_rows_as_given(records: list[ConsumerRecord], partitions: int) -> None:

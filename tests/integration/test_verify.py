@@ -11,7 +11,7 @@ import anyio
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from eos.api import SourceTaskContext
+from eos.api import SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig
 from services.connectors.verifiable import VerifiableSource, VerifiableSourceTask, record_value
 from services.verify import AbortedPattern, add_arguments, run, verify
@@ -183,6 +183,7 @@ async def test_verifiable_source_transactions_verify_clean(
             await p.begin_transaction()
             while records := await task.poll():
                 for record in records:
+                    assert isinstance(record, SourceRecord)  # output=records
                     await p.send(topic, json.dumps(record.value).encode(), key=record.key.encode())
                     for kind, asked in txn.requests:
                         if asked is record:

@@ -13,12 +13,13 @@ from structlog.testing import capture_logs
 
 from eos.errors import TopicError
 from eos.kafka import ClientConfig, read_to_end
+from eos.runtime.converters import JsonConverter
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
-from services.connectors.verifiable import aborted_records
+from services.connectors.verifiable import aborted_records, record_value
 from services.verify import verify
 from tests.conftest import TopicFactory
-from tests.integration.helpers import producer
+from tests.integration.helpers import key_partition, producer
 from tests.integration.worker_harness import running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -35,6 +36,13 @@ def verifiable(name: str, topic: str, **settings: object) -> dict[str, str]:
     }
     props.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     return props
+
+
+async def run_briefly(wprops: dict[str, str], props: dict[str, str], tasks: int) -> None:
+    """Run the connector ``vs`` in a new worker for 2 s once its ``tasks`` run (a restart)."""
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", tasks)
+        await anyio.sleep(2)
 
 
 async def test_create_run_and_status_over_rest(
@@ -105,12 +113,16 @@ async def test_conversion_failure_fails_task_and_hides_open_transaction(
     assert values == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
+@pytest.mark.parametrize("output", ["records", "blocks"])
 async def test_connector_requested_aborts(
     bootstrap: str,
     client_config: ClientConfig,
     unique_name: Callable[[str], str],
     producer_client: str,
+    output: str,
 ) -> None:
+    """The same records are aborted with output=blocks as with records (a transaction's
+    last block carries the request)."""
     group, topic = unique_name("g"), unique_name("out")
     props = verifiable(
         "vs",
@@ -119,6 +131,7 @@ async def test_connector_requested_aborts(
         transaction_boundary="connector",
         commit_every_records=20,
         abort_every_transactions=3,
+        output=output,
     )
     aborted: dict[str, set[int]] = {}
     for task in range(2):
@@ -138,13 +151,49 @@ async def test_connector_requested_aborts(
         0,
     )
     # A restart resumes after the aborted records: they never come back.
-    async with running_worker(
-        worker_props(bootstrap, group, producer_client=producer_client), [props]
-    ) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(worker_props(bootstrap, group, producer_client=producer_client), props, 2)
     result = await verify(client_config, topic, expected, 10, aborted)
     assert (result.records, result.duplicates, result.unexpected) == (expected, 0, 0)
+
+
+async def test_verifiable_blocks_exactly_once_same_bytes_and_resume(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    topic_factory: TopicFactory,
+    producer_client: str,
+) -> None:
+    """VerifiableSource with output=blocks, exactly-once (interval 500 ms): every record
+    once, in its key's partition, with the bytes the json converters write for
+    output=records; a restart resumes from the offsets and writes nothing again."""
+    group = unique_name("g")
+    topic = await topic_factory(partitions=3)
+    props = verifiable(
+        "vs",
+        topic,
+        output="blocks",
+        record_bytes=100,
+        batch_size=70,
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms=500,
+    )
+    wprops = worker_props(bootstrap, group, producer_client=producer_client)
+    async with running_worker(wprops, [props]) as w:
+        await w.wait_for_tasks("vs", "RUNNING", 2)
+        result = await verify(client_config, topic, 2000, 60, {})
+    assert (result.records, result.duplicates, result.gaps, result.unexpected) == (2000, 0, 0, 0)
+
+    json_ = JsonConverter()
+    records = await read_to_end(client_config, topic)
+    for record in records:
+        value = json.loads(record.value)
+        expected = record_value(value["partition"], value["seqno"], value["task"], 100)
+        assert record.value == json_.convert(topic, expected)
+        assert record.key == json_.convert(topic, value["partition"])
+        assert record.partition == key_partition(record.key, 3)
+
+    await run_briefly(wprops, props, 2)
+    assert len(await read_to_end(client_config, topic)) == 2000
 
 
 async def _reconfigure(
@@ -247,9 +296,7 @@ async def test_separate_offsets_topic_combined_view_and_mirror(
     assert by_partition["0-1"] == list(range(50, 200))  # own topic wins over global's 30
 
     # A restart resumes from the stored offsets: nothing new is written.
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 1)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 1)
     assert len(await read_to_end(client_config, topic)) == 250
 
 
@@ -264,14 +311,10 @@ async def test_at_least_once_mode_runs_and_resumes(
         bootstrap, group, exactly_once_source_support="disabled", producer_client=producer_client
     )
     props = verifiable("vs", topic, records_per_partition=0, throughput=500)
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 2)
     first = len(await read_to_end(client_config, topic))
     assert first > 0
-    async with running_worker(wprops, [props]) as w:
-        await w.wait_for_tasks("vs", "RUNNING", 2)
-        await anyio.sleep(2)
+    await run_briefly(wprops, props, 2)
     result = await verify(client_config, topic, first + 1, 30, {})
     assert result.gaps == 0
     assert result.records > first

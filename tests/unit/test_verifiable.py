@@ -16,8 +16,10 @@ from eos.api import (
     RecordBlock,
     SourcePartition,
     SourceRecord,
+    SourceTask,
     SourceTaskContext,
 )
+from eos.runtime.converters import JsonConverter
 from services.connectors.verifiable import (
     VerifiableSource,
     VerifiableSourceTask,
@@ -41,7 +43,7 @@ class MemoryOffsets:
     async def offsets(self, partitions: Sequence[SourcePartition]) -> list[dict[str, Any] | None]:
         return [await self.offset(p) for p in partitions]
 
-    def save(self, records: Sequence[SourceRecord]) -> None:
+    def save(self, records: Sequence[SourceRecord | RecordBlock]) -> None:
         for r in records:
             assert r.source_offset is not None
             self.store[json.dumps(dict(r.source_partition), sort_keys=True)] = dict(r.source_offset)
@@ -104,11 +106,22 @@ async def started_task(
 
 
 async def poll(task: VerifiableSourceTask) -> list[SourceRecord]:
-    return list(await task.poll() or [])
+    """The records of one poll (of a task with ``output=records``)."""
+    items = list(await task.poll() or [])
+    records = [r for r in items if isinstance(r, SourceRecord)]
+    assert len(records) == len(items), "output=records returns records only"
+    return records
 
 
-def ids(records: Sequence[SourceRecord]) -> list[tuple[str, int]]:
-    return [(r.value["partition"], r.value["seqno"]) for r in records]
+def values_of(item: SourceRecord | RecordBlock) -> list[dict[str, Any]]:
+    """The values of a record, or of every row of a block (decoded)."""
+    if isinstance(item, RecordBlock):
+        return [json.loads(v) for v in item.values if v is not None]
+    return [item.value]
+
+
+def ids(items: Sequence[SourceRecord | RecordBlock]) -> list[tuple[str, int]]:
+    return [(v["partition"], v["seqno"]) for item in items for v in values_of(item)]
 
 
 async def test_records_offsets_and_round_robin() -> None:
@@ -241,14 +254,16 @@ async def drain(
     txn: RecordingTransactions,
     polls: int,
     task: int = 0,
-) -> list[SourceRecord]:
+) -> list[SourceRecord | RecordBlock]:
     """Poll a fresh task; save offsets at each requested boundary (commit or abort),
     like the framework, and return the records of committed transactions."""
     source = await started_task(config, offsets, txn, task=task)
-    visible: list[SourceRecord] = []
-    open_txn: list[SourceRecord] = []
+    visible: list[SourceRecord | RecordBlock] = []
+    open_txn: list[SourceRecord | RecordBlock] = []
     for _ in range(polls):
-        for record in await poll(source):
+        if all(n is None for n in source.next_seqnos().values()):
+            break  # finished: a poll would only wait a second and return nothing
+        for record in await source.poll() or []:
             open_txn.append(record)
             asked = [kind for kind, r in txn.requests if r is record]
             if asked:
@@ -259,13 +274,15 @@ async def drain(
     return visible  # whatever is still open is lost, like a crash
 
 
-async def test_boundaries_match_aborted_records() -> None:
+@pytest.mark.parametrize("output", ["records", "blocks"])
+async def test_boundaries_match_aborted_records(output: str) -> None:
     config = settings(
         partitions_per_task=2,
         records_per_partition=13,
         commit_every_records=4,
         abort_every_transactions=3,
         batch_size=5,
+        output=output,
     )
     offsets, txn = MemoryOffsets(), RecordingTransactions()
     visible = await drain(config, offsets, txn, polls=10, task=1)
@@ -276,10 +293,11 @@ async def test_boundaries_match_aborted_records() -> None:
     assert kinds == ["commit", "commit", "abort", "commit", "commit", "abort", "commit"]
     assert all(record is not None for _, record in txn.requests)
     # the last (partial) transaction ends with the last record
-    assert ids([r for _, r in txn.requests if isinstance(r, SourceRecord)])[-1] == ("1-1", 12)
+    assert ids([r for _, r in txn.requests if r is not None])[-1] == ("1-1", 12)
 
 
-async def test_boundaries_survive_restarts() -> None:
+@pytest.mark.parametrize("output", ["records", "blocks"])
+async def test_boundaries_survive_restarts(output: str) -> None:
     """A crash loses the open transaction; the restarted task redoes it with the same fate."""
     config = settings(
         partitions_per_task=3,
@@ -287,9 +305,10 @@ async def test_boundaries_survive_restarts() -> None:
         commit_every_records=5,  # not a multiple of 3: transactions end mid-round
         abort_every_transactions=2,
         batch_size=4,
+        output=output,
     )
     offsets = MemoryOffsets()
-    visible: list[SourceRecord] = []
+    visible: list[SourceRecord | RecordBlock] = []
     for polls in (3, 1, 5, 2, 7, 30):
         visible += await drain(config, offsets, RecordingTransactions(), polls)
     expected = aborted_records(3, 5, 2, 0, 20)
@@ -310,3 +329,145 @@ async def test_batch_commits_without_commit_interval() -> None:
 async def test_no_boundaries_without_transaction_context() -> None:
     task = await started_task(settings(commit_every_records=2, abort_every_transactions=2))
     assert len(await poll(task)) == 500
+
+
+# ------------------------------------------------------------------ output=blocks
+
+JSON = JsonConverter()
+
+
+def converted(items: Sequence[SourceRecord | RecordBlock]) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Source partition → the (key, value) bytes of its records in order, as written to
+    Kafka: records through the default (json) converters, block rows as they are."""
+    rows: dict[str, list[tuple[bytes, bytes]]] = {}
+    for item in items:
+        for record in item.records() if isinstance(item, RecordBlock) else [item]:
+            key, value = record.key, record.value
+            if not record.encoded:
+                key, value = JSON.convert("out", key), JSON.convert("out", value)
+            assert isinstance(key, bytes)
+            assert isinstance(value, bytes)
+            rows.setdefault(record.source_partition["partition"], []).append((key, value))
+    return rows
+
+
+def last_offsets(items: Sequence[SourceRecord | RecordBlock]) -> dict[str, Any]:
+    """Source partition → its offset once the poll's items are written."""
+    return {
+        item.source_partition["partition"]: item.source_offset
+        for item in items
+        if item.source_offset is not None
+    }
+
+
+async def polled(task: VerifiableSourceTask) -> list[SourceRecord | RecordBlock]:
+    return list(await task.poll() or [])
+
+
+def rows(items: Sequence[SourceRecord | RecordBlock]) -> int:
+    """How many records: a block counts its rows."""
+    return sum(len(i) if isinstance(i, RecordBlock) else 1 for i in items)
+
+
+@pytest.mark.parametrize(
+    ("record_bytes", "partitions", "batch", "resume"),
+    [
+        (0, 1, 500, {}),
+        (100, 3, 7, {}),
+        # 0-0 catches up from 95 to 995 first, then both cross 999 → 1000
+        (1000, 2, 500, {"0-0": 95, "0-1": 995}),
+        (4096, 3, 5, {"0-0": 8, "0-2": 1}),  # uneven: the lagging partitions catch up first
+        (60, 1, 33, {"0-0": 9_999_990}),  # the padding shrinks as the seqno grows a digit
+    ],
+)
+async def test_blocks_are_the_records_converted(
+    record_bytes: int, partitions: int, batch: int, resume: dict[str, int]
+) -> None:
+    """Poll by poll: the same rows per partition, byte for byte as the json converters
+    write the records, with the same offsets; one block per partition touched."""
+    common = {"record_bytes": record_bytes, "partitions_per_task": partitions, "batch_size": batch}
+    records = await started_task(settings(**common), offsets_of(resume))
+    blocks = await started_task(settings(**common, output="blocks"), offsets_of(resume))
+    for _ in range(6):
+        expected, got = await polled(records), await polled(blocks)
+        assert converted(got) == converted(expected)
+        assert last_offsets(got) == last_offsets(expected)
+        assert all(isinstance(b, RecordBlock) for b in got)
+        touched = [b.source_partition["partition"] for b in got]
+        assert len(touched) == len(set(touched)) == len(converted(expected))
+        assert blocks.next_seqnos() == records.next_seqnos()
+
+
+async def test_blocks_of_a_poll() -> None:
+    task = await started_task(settings(partitions_per_task=2, batch_size=5, output="blocks"))
+    first, second = await polled(task)
+    assert isinstance(first, RecordBlock)
+    assert isinstance(second, RecordBlock)
+    assert (first.topic, first.source_partition, first.source_offset) == (
+        "out",
+        {"partition": "0-0"},
+        {"seqno": 3},  # after its last row: 0, 1, 2
+    )
+    assert first.keys == [b'"0-0"'] * 3
+    assert first.values[0] == b'{"partition":"0-0","seqno":0,"task":0}'
+    assert (second.source_offset, len(second)) == ({"seqno": 2}, 2)
+
+
+async def test_blocks_finish_and_resume_like_records() -> None:
+    offsets = MemoryOffsets()
+    config = settings(partitions_per_task=3, records_per_partition=50, batch_size=7)
+    first = await started_task({**config, "output": "blocks"}, offsets)
+    offsets.save(await polled(first) + await polled(first))  # 14 records
+    again = await started_task({**config, "output": "blocks", "batch.size": "1000"}, offsets)
+    records = await started_task({**config, "batch.size": "1000"}, offsets)
+    assert again.next_seqnos() == records.next_seqnos() == {"0-0": 5, "0-1": 5, "0-2": 4}
+    rest = await polled(again)
+    assert converted(rest) == converted(await polled(records))
+    assert rows(rest) == 150 - 14
+    assert await again.poll() is None
+    assert again.next_seqnos() == {"0-0": None, "0-1": None, "0-2": None}
+
+
+async def test_blocks_throughput_paces_rows() -> None:
+    now = [100.0]
+    config = settings(throughput=10, batch_size=1000, partitions_per_task=3, output="blocks")
+    task = await started_task(config, clock=lambda: now[0])
+
+    assert rows(await polled(task)) == 1
+    assert await task.poll() is None
+    now[0] += 1.0
+    assert rows(await polled(task)) == 10
+    now[0] += 500.0
+    assert rows(await polled(task)) == 1000
+
+
+async def test_blocks_commit_after_each_poll_without_commit_interval() -> None:
+    txn = RecordingTransactions()
+    task = await started_task(settings(batch_size=3, output="blocks"), txn=txn)
+    await task.poll()
+    await task.poll()
+    assert txn.requests == [("commit", None), ("commit", None)]
+
+
+@pytest.mark.parametrize("which", ["key", "value"])
+async def test_blocks_need_json_converters(which: str) -> None:
+    config = {**settings(output="blocks"), f"{which}.converter": "string"}
+    problems = VerifiableSource().validate(config)[f"{which}.converter"]
+    assert problems
+    assert f"set {which}.converter=json, or output=records" in problems[0]
+    with pytest.raises(ConfigError) as caught:
+        await VerifiableSource().start(config)
+    assert caught.value.key == f"{which}.converter"
+    assert not any(VerifiableSource().validate({**config, f"{which}.converter": "JSON"}).values())
+    assert VerifiableSource().validate(settings(output="rows"))["output"]
+
+
+def test_blocks_task_keeps_the_default_commit_record() -> None:
+    """What the runtime looks at to skip per-record bookkeeping (a record and a delivery
+    report per row) is the task class's commit_record."""
+    connector = VerifiableSource()
+    blocks = connector.task_class_for(settings(output="BLOCKS"))
+    assert blocks.commit_record is SourceTask.commit_record
+    records = connector.task_class_for(settings())
+    assert records is connector.task_class()
+    assert records.commit_record is not SourceTask.commit_record

@@ -154,7 +154,8 @@ class LibrdkafkaTaskProducer:
             settings["transactional.id"] = transactional_id
         if transaction_timeout_ms is not None:
             settings["transaction.timeout.ms"] = transaction_timeout_ms
-        self._bootstrap = config.bootstrap_servers
+        # What the client connects to: a producer override wins over the common setting.
+        self._bootstrap = settings.get("bootstrap.servers", config.bootstrap_servers)
         self._transactional = transactional_id is not None
         self._producer = Producer(settings)
         self._failures: Failures = []
