@@ -74,16 +74,6 @@ class SourceConnector(ABC):
     def task_class(self) -> type[SourceTask]:
         """The task class that runs each task configuration."""
 
-    def task_class_for(self, task_config: Mapping[str, str]) -> type[SourceTask]:
-        """The task class that runs ``task_config`` (one of :meth:`task_configs`'
-        results); the default is :meth:`task_class`. Called on an instance that was not
-        started (the task may run on another worker): decide from ``task_config`` alone.
-        Override it when the class depends on a setting, e.g. to keep
-        :meth:`SourceTask.commit_record` at its default in a mode that does not need it
-        (a task that overrides it costs the runtime a record and a delivery report
-        per row)."""
-        return self.task_class()
-
     @abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """At most ``max_tasks`` task configurations; each source partition in one only."""

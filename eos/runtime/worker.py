@@ -500,7 +500,7 @@ class Worker:
     def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
         s = self.settings
         config = ConnectorConfig.from_properties(props, s)
-        task = connector_class(config.connector_class)().task_class_for(spec.config)()
+        task = connector_class(config.connector_class)().task_class()()
         client = config.client_config(s)
         own_topic = config.offsets_topic_for(s)
         read_timeout = (config.producer_transaction_timeout_ms(s) + s.worker_sync_timeout_ms) / 1000
