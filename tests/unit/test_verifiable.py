@@ -462,12 +462,7 @@ async def test_blocks_need_json_converters(which: str) -> None:
     assert VerifiableSource().validate(settings(output="rows"))["output"]
 
 
-def test_blocks_task_keeps_the_default_commit_record() -> None:
-    """What the runtime looks at to skip per-record bookkeeping (a record and a delivery
-    report per row) is the task class's commit_record."""
-    connector = VerifiableSource()
-    blocks = connector.task_class_for(settings(output="BLOCKS"))
-    assert blocks.commit_record is SourceTask.commit_record
-    records = connector.task_class_for(settings())
-    assert records is connector.task_class()
-    assert records.commit_record is not SourceTask.commit_record
+def test_no_output_overrides_commit_record() -> None:
+    """What the runtime looks at to skip per-record bookkeeping (a record kept and a
+    delivery report per row): neither output pays for it."""
+    assert VerifiableSource().task_class().commit_record is SourceTask.commit_record
