@@ -92,6 +92,9 @@ IDLE_SECONDS = 1.0
 finished task, or one ahead of ``throughput``, wakes up once a second at most (the
 runtime cancels a waiting poll when the task is stopped, so this adds no latency)."""
 
+_EARLY = 0.01
+"""Of a record's interval: how early a record may go (see ``_allowance``)."""
+
 CONFIG_DEF = (
     ConfigDef()
     .define("topic", Type.STRING, NO_DEFAULT, NonEmpty(), Importance.HIGH, "Topic to write to.")
@@ -445,13 +448,13 @@ class VerifiableSourceTask(SourceTask):
             self._started_at = now
         due_at = self._started_at + self._emitted / rate  # when the next record may go
         if now < due_at:
-            wait = min(due_at - now, IDLE_SECONDS)
-            await anyio.sleep(wait)
-            # The event loop may wake a sleeper up to its clock resolution early: count
-            # from the time slept to, or the record due would wait for another poll.
-            now = max(self._clock(), now + wait)
-        allowed = int((now - self._started_at) * rate) + 1 - self._emitted
-        return max(0, min(batch, allowed))
+            await anyio.sleep(min(due_at - now, IDLE_SECONDS))
+            now = self._clock()
+        # Records due by now, the one due at ``due_at`` included even when the loop woke
+        # the sleeper a little early (it may, by its clock resolution) or the float
+        # arithmetic lands just short of it: else every record would cost an empty poll.
+        due = int((now - self._started_at) * rate + _EARLY) + 1
+        return max(0, min(batch, due - self._emitted))
 
     def _next_record(self) -> SourceRecord:
         assert self._settings is not None
