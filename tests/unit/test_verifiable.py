@@ -203,6 +203,18 @@ async def test_throughput_paces_records() -> None:
     assert len(await poll(task)) == 1000  # catching up is bounded by batch.size
 
 
+async def test_throughput_emits_each_record_when_due() -> None:
+    """A poll that waits for the next record's time returns it, even when the clock then
+    reads exactly that time and the float arithmetic lands just short of it (here for
+    n = 3, 4, 8, 9, ...): one poll per record, never an empty one in between."""
+    start = 12345.678
+    reads = iter(
+        [start] + [t for n in range(1, 30) for t in (start + n / 10 - 1e-3, start + n / 10)]
+    )
+    task = await started_task(settings(throughput=10, batch_size=1000), clock=lambda: next(reads))
+    assert [len(await poll(task)) for _ in range(30)] == [1] * 30
+
+
 def test_task_configs_partitions_are_disjoint() -> None:
     connector = VerifiableSource()
     anyio.run(connector.start, settings(partitions_per_task=3))
