@@ -9,7 +9,9 @@ Invariants:
 - When a task is started again on this worker before the old observer is closed,
   the new observer owns the series: the old one still counts but sets no gauges,
   and closing it removes nothing. Calls on a closed observer are ignored (so they
-  cannot bring series back).
+  cannot bring series back); an observer holds its series' children from the start,
+  so one superseded by an observer that was closed since counts into series that are
+  no longer exported, and brings nothing back either.
 - ``eos_worker_rebalances_total`` has a series for every known protocol and cause
   from the start, at 0, so that ``increase()`` sees the first rebalance of a kind
   (once the 0 was scraped); the cluster gauges hold the last completed rebalance's

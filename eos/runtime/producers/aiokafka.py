@@ -61,7 +61,8 @@ class AiokafkaTaskProducer:
 
     async def begin(self) -> None:
         txn = self._producer._txn_manager
-        if txn is None or not txn.has_pid():  # the producer id is still on its way
+        if txn is None or txn.transactional_id is None or not txn.has_pid():
+            # Not transactional (aiokafka says so), or the producer id is on its way.
             await self._call(self._producer.begin_transaction())
             return
         # What begin_transaction does once the producer id is known, without the task
