@@ -345,14 +345,21 @@ class DevKafka:
         return proc.pid
 
     def stop(self, *, timeout: float = 60.0) -> list[int]:
-        """Stop every node (SIGTERM: controlled shutdown; SIGKILL after ``timeout``)."""
+        """Stop every node (SIGTERM: controlled shutdown; SIGKILL after ``timeout``).
+
+        Every node gets its SIGTERM at once: stopped one by one, the last controllers of a
+        three-node quorum lose their majority and wait out the whole ``timeout``.
+        """
         state = self.state()
         if state is None:
             return []
-        stopped = [n.node_id for n in state.nodes if n.alive()]
-        for node in state.nodes:
-            self.stop_node(node.node_id, timeout=timeout)
-        return stopped
+        alive = [n for n in state.nodes if n.alive()]
+        for node in alive:
+            os.kill(node.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for node in alive:
+            self._wait_or_kill(node, deadline)
+        return [n.node_id for n in alive]
 
     def stop_node(self, node_id: int, *, kill: bool = False, timeout: float = 60.0) -> None:
         """Stop one node; ``kill`` sends SIGKILL at once (a crash)."""
@@ -361,7 +368,10 @@ class DevKafka:
         if not node.alive():
             return
         os.kill(node.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        deadline = time.monotonic() + timeout
+        self._wait_or_kill(node, time.monotonic() + timeout)
+
+    @staticmethod
+    def _wait_or_kill(node: BrokerNode, deadline: float) -> None:
         while node.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         if node.alive():
