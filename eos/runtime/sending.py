@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -84,6 +84,10 @@ class SegmentSent(_SegmentSent):
 
 Headers = list[tuple[str, bytes]]
 
+BeforeFull = Callable[[], Awaitable[None]]
+"""Called once, before a segment queues a full batch or a record too large for a batch:
+another batch for that partition would then wait until the first is sent."""
+
 
 class _OpenBatch:
     __slots__ = ("builder", "count", "first", "members")
@@ -118,9 +122,14 @@ class _Segment:
     """The open batches of one :func:`send_records` call, by topic and partition."""
 
     def __init__(
-        self, producer: AIOKafkaProducer, partitioner: KeyPartitioner, per_record: bool
+        self,
+        producer: AIOKafkaProducer,
+        partitioner: KeyPartitioner,
+        per_record: bool,
+        before_full: BeforeFull | None = None,
     ) -> None:
         self.producer = producer
+        self.before_full = before_full
         self.partitioner = partitioner
         self.per_record = per_record
         self.sent = SegmentSent()
@@ -227,10 +236,12 @@ class _Segment:
         batch = self.batches.get((topic, partition))
         if batch is None or batch.count:
             if batch is not None:
+                await self._before_full()
                 await self.queue(topic, partition, batch)
             batch = self.batches[topic, partition] = _OpenBatch(self.producer, self.per_record)
             if batch.add(item, timestamp, key, value, headers):
                 return
+        await self._before_full()
         try:
             future = await self.producer.send(
                 topic, value, key=key, partition=partition, timestamp_ms=timestamp,
@@ -242,6 +253,11 @@ class _Segment:
         if self.per_record:
             assert isinstance(item, SourceRecord)
             self.sent.records.append((item, Sent(future, 0)))
+
+    async def _before_full(self) -> None:
+        if self.before_full is not None:
+            await self.before_full()
+            self.before_full = None
 
     async def queue(self, topic: str, partition: int, batch: _OpenBatch) -> None:
         assert batch.first is not None
@@ -302,11 +318,12 @@ async def send_records(
     convert: Convert,
     *,
     per_record: bool,
+    before_full: BeforeFull | None = None,
 ) -> SegmentSent:
     """Convert and queue every record and block of ``items``; raise :class:`SendFailed`
     if one cannot be queued (and whatever ``convert`` raises). With ``per_record``,
     blocks must have been expanded (:func:`expand_blocks`)."""
-    segment = _Segment(producer, partitioner, per_record)
+    segment = _Segment(producer, partitioner, per_record, before_full)
     nbytes = 0
     for item in items:
         if type(item) is SourceRecord:

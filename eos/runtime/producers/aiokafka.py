@@ -8,6 +8,13 @@ aborted, say) and only their futures tell.
 aiokafka speaks transactional RPCs at version 0 only and cannot bump its own epoch: a
 transaction the broker timed out surfaces as fenced (the task tells the two apart by the
 transaction's age).
+
+A transactional producer starts without aiokafka's background sender: while a
+transaction's batches fit the accumulator, the commit sends them and ends the transaction
+from the task's coroutine (:mod:`.aiokafka_inline`), which costs a fraction of the
+sender's wake-ups and tasks. The first transaction that outgrows that hands the producer
+to the sender for good. Either way a batch the broker rejected fails the commit before
+EndTxn (aiokafka alone would commit the rest of the transaction, offsets included).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from eos.api import SourceRecord
 from eos.errors import FencedError, TaskError
 from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.runtime.partitioner import KeyPartitioner
+from eos.runtime.producers import aiokafka_inline as inline
 from eos.runtime.producers.base import (
     Convert,
     OffsetRecords,
@@ -44,6 +52,7 @@ class AiokafkaTaskProducer:
 
     def __init__(self, config: ClientConfig, **fixed: Any) -> None:
         self._producer: AIOKafkaProducer = make_producer(config, **fixed)
+        self._transactional = fixed.get("transactional_id") is not None
         self._partitioner = KeyPartitioner()
         self._pending: list[tuple[Outgoing, Any]] = []
         """Queued batches: (the record or block of the first record, batch future)."""
@@ -57,7 +66,18 @@ class AiokafkaTaskProducer:
             raise _fenced(exc) from exc
 
     async def start(self) -> None:
-        await self._call(self._producer.start())
+        if self._transactional:
+            await self._call(inline.start(self._producer))
+        else:
+            await self._call(self._producer.start())
+
+    def _inline(self) -> bool:
+        """Whether this transaction still ends from the task (no background sender)."""
+        return self._transactional and not inline.sender_running(self._producer)
+
+    async def _to_sender(self) -> None:
+        """The transaction outgrows the accumulator: aiokafka's sender takes over."""
+        await self._call(inline.start_sender(self._producer))
 
     async def begin(self) -> None:
         txn = self._producer._txn_manager
@@ -75,10 +95,17 @@ class AiokafkaTaskProducer:
     async def send(
         self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
     ) -> SegmentSent:
+        before_full = None
+        if self._inline():
+            if inline.queued(self._producer):  # a second batch for a partition would wait
+                await self._to_sender()
+            else:
+                before_full = self._to_sender
         try:
             sent = await send_records(
-                self._producer, self._partitioner, items, convert, per_record=per_record
-            )
+                self._producer, self._partitioner, items, convert, per_record=per_record,
+                before_full=before_full,
+            )  # fmt: skip
         except SendFailed as failed:
             raise self._failed(failed.item, failed.cause) from failed.cause
         self._pending += sent.batches
@@ -107,13 +134,22 @@ class AiokafkaTaskProducer:
                 raise self._failed(item, exc) from exc
 
     async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
+        size = sum(len(key) + len(value or b"") + 64 for key, value in records)
+        if self._inline() and size > self._producer._message_accumulator._batch_size // 2:
+            await self._to_sender()
         for key, value in records:
             future = await self._call(self._producer.send(topic, key=key, value=value))
             self._pending.append((offsets_item(topic), future))
 
     async def commit(self) -> None:
         try:
-            await self._call(self._producer.commit_transaction())
+            if self._inline():
+                await self._call(inline.flush_transaction(self._producer))
+                await self.flush()  # a rejected batch fails the commit before EndTxn
+                await self._call(inline.end_transaction(self._producer, commit=True))
+            else:
+                await self.flush()  # a rejected batch fails the commit before EndTxn
+                await self._call(self._producer.commit_transaction())
         except kerrors.KafkaError as exc:
             self.check()  # a failed batch explains the failed commit best
             raise TaskError(f"committing the transaction failed: {exc!r}") from exc
@@ -121,7 +157,10 @@ class AiokafkaTaskProducer:
 
     async def abort(self) -> None:
         self._pending, self._checked = [], 0
-        await self._call(self._producer.abort_transaction())
+        if self._inline():
+            await self._call(inline.end_transaction(self._producer, commit=False))
+        else:
+            await self._call(self._producer.abort_transaction())
 
     async def close(self) -> None:
         await self._producer.stop()
