@@ -12,17 +12,22 @@ from eos.api import SourceRecord
 from eos.kafka import ClientConfig
 from eos.kafka.clients import make_admin
 from eos.runtime.producers import make_task_producer
-from eos.runtime.producers.base import PRODUCER_CLIENTS, SendFailed
+from eos.runtime.producers.base import PRODUCER_CLIENTS, ProducerClient, SendFailed
 from tests.conftest import TopicFactory
 from tests.integration.helpers import committed_values
 
 pytestmark = pytest.mark.integration
 
 
+def _raw(record: SourceRecord) -> tuple[bytes | None, bytes | None]:
+    assert isinstance(record.value, bytes)
+    return None, record.value
+
+
 @pytest.mark.parametrize("before", [0, 200], ids=["alone", "after-full-batches"])
 @pytest.mark.parametrize("client", PRODUCER_CLIENTS)
 async def test_a_rejected_batch_fails_the_commit_and_commits_no_offsets(
-    client: str,
+    client: ProducerClient,
     before: int,
     client_config: ClientConfig,
     topic_factory: TopicFactory,
@@ -40,7 +45,7 @@ async def test_a_rejected_batch_fails_the_commit_and_commits_no_offsets(
         await admin.close()
     offsets = await topic_factory()
     producer = make_task_producer(
-        client,  # type: ignore[arg-type]
+        client,
         client_config,
         per_record=False,
         transactional_id=transactional_id(),
@@ -55,9 +60,9 @@ async def test_a_rejected_batch_fails_the_commit_and_commits_no_offsets(
     await producer.start()
     try:
         await producer.begin()
-        await producer.send([*records, record], lambda r: (None, r.value), per_record=False)  # type: ignore[arg-type,return-value]
+        await producer.send([*records, record], _raw, per_record=False)
         await producer.send_offsets(offsets, [(b"k", b"v")])
-        with pytest.raises(SendFailed, match="(?i)too.?large"):
+        with pytest.raises(SendFailed, match=r"(?i)too.?large"):
             await producer.commit()
         await producer.abort()  # what the task does next
     finally:
