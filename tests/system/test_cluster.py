@@ -244,3 +244,44 @@ async def test_group_settles_when_its_coordinator_broker_restarts_mid_rebalance(
     result = await verify(client, topic, None, 120, {})
     assert (result.duplicates, result.gaps, result.unexpected) == (0, 0, 0), cluster.tails()
     assert result.partitions == 8
+
+
+@pytest.mark.cluster
+async def test_tasks_ride_out_broker_restarts(
+    kafka_cluster3: DevKafka, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Each broker in turn is SIGKILLed or stopped and started again while four
+    exactly-once tasks commit every 200 ms: partition leaders and transaction
+    coordinators move under the tasks' producers. No task fails, output stays exact."""
+    state = kafka_cluster3.state()
+    assert state is not None
+    client = ClientConfig({"bootstrap.servers": state.bootstrap})
+    group, topic = unique_name("brokers"), unique_name("out")
+    cluster = Cluster(tmp_path, state.bootstrap, group, workers=1)
+    run = anyio.to_thread.run_sync
+    down = -1
+    try:
+        cluster.start()
+        await run(cluster.leader)
+        await run(cluster.put_connector, connector(topic, 4))
+        await run(cluster.placement, "vs", 4)
+        await anyio.sleep(2)
+        for node, kill in zip((n.node_id for n in state.nodes), (True, False, True), strict=True):
+            down = node
+            kafka_cluster3.stop_node(node, kill=kill)
+            await anyio.sleep(3)
+            kafka_cluster3.start_node(node)
+            down = -1
+            await anyio.sleep(5)
+        await run(cluster.placement, "vs", 4, 60)  # every task RUNNING: none failed
+        await anyio.sleep(2)
+    finally:
+        cluster.stop()
+        if down >= 0:
+            kafka_cluster3.start_node(down)
+    log = cluster.workers[0].log.read_text(errors="replace")
+    assert "task failed" not in log.lower(), cluster.tails(60)
+    result = await verify(client, topic, None, 120, {})
+    assert (result.duplicates, result.gaps, result.unexpected) == (0, 0, 0), cluster.tails()
+    assert result.partitions == 8
+    assert result.records > 4 * 300 * 10  # the tasks kept going through the restarts

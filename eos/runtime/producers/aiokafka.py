@@ -126,6 +126,8 @@ class AiokafkaTaskProducer:
             self._checked += 1
 
     async def flush(self) -> None:
+        if self._inline():  # nothing sends the transaction's batches but the task
+            await self._call(inline.flush_transaction(self._producer))
         pending, self._pending, self._checked = self._pending, [], 0
         for item, future in pending:
             try:
@@ -144,7 +146,6 @@ class AiokafkaTaskProducer:
     async def commit(self) -> None:
         try:
             if self._inline():
-                await self._call(inline.flush_transaction(self._producer))
                 await self.flush()  # a rejected batch fails the commit before EndTxn
                 await self._call(inline.end_transaction(self._producer, commit=True))
             else:
