@@ -17,6 +17,10 @@ the caller checks the batch futures first): the broker never commits a transacti
 lost records. Once a transaction outgrows that (a second batch for a partition would
 wait for the first to leave), the caller starts the background sender for good
 (:func:`start_sender`).
+
+This relies on aiokafka's private parts (the producer's ``_sender``, ``_txn_manager`` and
+``_message_accumulator``, the sender's handler classes): aiokafka is pinned to one
+release in ``pyproject.toml``; check this module when moving it.
 """
 
 from __future__ import annotations
