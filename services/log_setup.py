@@ -4,7 +4,11 @@ Library code only logs; this is the one place that configures output. Levels are
 the stdlib loggers' (one per module, named after it: ``eos.runtime.worker``), so
 they can be changed per logger while the worker runs (``/admin/loggers``);
 ``--log-level`` / ``EOS_LOG_LEVEL`` set the root's. aiokafka's own stdlib logging
-goes through the same renderer, at ERROR unless the root level is higher.
+goes through the same renderer, at ERROR unless the root level is higher. py4j
+(PySpark's bridge to its JVM) is shown from WARNING up: below that it logs every closed
+connection, and a traceback per connection when the JVM stops first (Ctrl-C, or a
+service manager signalling the whole process group) — partly through the root logger,
+so this is a filter on the handler, not a logger level.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_not_py4j_chatter)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer
@@ -73,3 +78,10 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(numeric)
     logging.getLogger("aiokafka").setLevel(max(numeric, logging.ERROR))
+
+
+_PY4J = f"{os.sep}py4j{os.sep}"
+
+
+def _not_py4j_chatter(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or _PY4J not in record.pathname
