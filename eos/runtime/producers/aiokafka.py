@@ -145,11 +145,10 @@ class AiokafkaTaskProducer:
 
     async def commit(self) -> None:
         try:
+            await self.flush()  # a rejected batch fails the commit before EndTxn
             if self._inline():
-                await self.flush()  # a rejected batch fails the commit before EndTxn
                 await self._call(inline.end_transaction(self._producer, commit=True))
             else:
-                await self.flush()  # a rejected batch fails the commit before EndTxn
                 await self._call(self._producer.commit_transaction())
         except kerrors.KafkaError as exc:
             self.check()  # a failed batch explains the failed commit best
