@@ -171,7 +171,8 @@ def one_row(
 
 def py_spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     """Sample the worker with py-spy (raw, collapsed stacks) while the window runs;
-    its own CPU is not the worker's, so the measured numbers stay comparable."""
+    its own CPU is not the worker's, so the measured numbers stay comparable. Only samples
+    taken while the worker holds the GIL count: Python's CPU, not time in a system call."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     cmd = [
         spy,
@@ -185,6 +186,7 @@ def py_spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
         "-f",
         "raw",
         "--nonblocking",
+        "--gil",
     ]
     return subprocess.Popen([*cmd, "-o", str(out)], stdout=subprocess.DEVNULL)
 

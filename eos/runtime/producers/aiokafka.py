@@ -5,9 +5,11 @@ Each queued batch has a future; :meth:`AiokafkaTaskProducer.check` looks at thos
 done, because aiokafka keeps queuing batches after a fatal error (a transaction the broker
 aborted, say) and only their futures tell.
 
-aiokafka speaks transactional RPCs at version 0 only and cannot bump its own epoch: a
-transaction the broker timed out surfaces as fenced (the task tells the two apart by the
-transaction's age).
+aiokafka speaks transactional RPCs at version 0 only and cannot bump its own epoch after
+an error: a transaction the broker timed out surfaces as fenced (the task tells the two
+apart by the transaction's age). On a cluster with transaction version 2 the transactions
+this module ends use Produce v12 and EndTxn v5 (:mod:`eos.kafka.transactions_v2`), and
+the epoch moves on with every transaction.
 
 A transactional producer starts without aiokafka's background sender: while a
 transaction's batches fit the accumulator, the commit sends them and ends the transaction
@@ -58,6 +60,8 @@ class AiokafkaTaskProducer:
         """Queued batches: (the record or block of the first record, batch future)."""
         self._checked = 0
         """Batches before this index were acknowledged."""
+        self._version2 = False
+        """Transaction version 2 (KIP-890): two requests per transaction, not three."""
 
     async def _call(self, step: Awaitable[T]) -> T:
         try:
@@ -67,9 +71,14 @@ class AiokafkaTaskProducer:
 
     async def start(self) -> None:
         if self._transactional:
-            await self._call(inline.start(self._producer))
+            self._version2 = await self._call(inline.start(self._producer))
         else:
             await self._call(self._producer.start())
+
+    @property
+    def transaction_version(self) -> int:
+        """2 when the cluster takes KIP-890 transactions (known after :meth:`start`)."""
+        return 2 if self._version2 else 1
 
     def _inline(self) -> bool:
         """Whether this transaction still ends from the task (no background sender)."""
@@ -127,7 +136,7 @@ class AiokafkaTaskProducer:
 
     async def flush(self) -> None:
         if self._inline():  # nothing sends the transaction's batches but the task
-            await self._call(inline.flush_transaction(self._producer))
+            await self._call(inline.flush_transaction(self._producer, version2=self._version2))
         pending, self._pending, self._checked = self._pending, [], 0
         for item, future in pending:
             try:
@@ -147,7 +156,9 @@ class AiokafkaTaskProducer:
         try:
             await self.flush()  # a rejected batch fails the commit before EndTxn
             if self._inline():
-                await self._call(inline.end_transaction(self._producer, commit=True))
+                await self._call(
+                    inline.end_transaction(self._producer, commit=True, version2=self._version2)
+                )
             else:
                 await self._call(self._producer.commit_transaction())
         except kerrors.KafkaError as exc:
@@ -158,7 +169,9 @@ class AiokafkaTaskProducer:
     async def abort(self) -> None:
         self._pending, self._checked = [], 0
         if self._inline():
-            await self._call(inline.end_transaction(self._producer, commit=False))
+            await self._call(
+                inline.end_transaction(self._producer, commit=False, version2=self._version2)
+            )
         else:
             await self._call(self._producer.abort_transaction())
 

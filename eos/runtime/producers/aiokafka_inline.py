@@ -12,6 +12,13 @@ mapping unchanged), in the order the sender uses::
     Produce            (every queued batch, one request per leader)
     EndTxn             (commit or abort)
 
+With transaction version 2 (KIP-890; :mod:`eos.kafka.transactions_v2`), when the cluster
+has it, the first step goes: Produce version 12 adds its partitions to the transaction,
+and EndTxn version 5 hands back the producer epoch of the next transaction (the batches
+of the next transaction carry it, their sequence numbers from 0). The background
+sender, once it has taken over, speaks version 2 as well (:func:`start` swaps in the
+three steps that differ).
+
 A failed batch stops a commit before its EndTxn (:func:`flush_transaction` returns, and
 the caller checks the batch futures first): the broker never commits a transaction that
 lost records. Once a transaction outgrows that (a second batch for a partition would
@@ -25,28 +32,76 @@ release in ``pyproject.toml``; check this module when moving it.
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import anyio
 from aiokafka import AIOKafkaProducer
-from aiokafka.client import CoordinationType
+from aiokafka import errors as kerrors
+from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.producer.sender import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
     SendProduceReqHandler,
 )
-from aiokafka.producer.transaction_manager import TransactionResult
+from aiokafka.producer.transaction_manager import PidAndEpoch, TransactionResult
+
+from eos.kafka import transactions_v2 as v2
+
+PRODUCER_FENCED = 90
+"""The error code (newer than aiokafka) that transaction version 2 fences with."""
 
 
 def sender_running(producer: AIOKafkaProducer) -> bool:
     return producer._sender.sender_task is not None
 
 
-async def start(producer: AIOKafkaProducer) -> None:
+async def start(producer: AIOKafkaProducer) -> bool:
     """What ``producer.start()`` does, but the sender task: bootstrap, then the producer
-    id (InitProducerId, which fences older producers of the transactional id)."""
+    id (InitProducerId, which fences older producers of the transactional id). True if
+    the cluster takes transaction version 2 (asked of the transaction coordinator)."""
     await producer.client.bootstrap()
-    await producer._sender._maybe_wait_for_pid()
+    sender = producer._sender
+    await sender._maybe_wait_for_pid()
+    txn = producer._txn_manager
+    node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
+    response = await producer.client.send(
+        node, v2.ApiVersionsV3(), group=ConnectionGroup.COORDINATION
+    )
+    if not v2.supports_transaction_v2(response):
+        return False
+    _sender_speaks_version2(producer)
+    return True
+
+
+def _sender_speaks_version2(producer: AIOKafkaProducer) -> None:
+    """The background sender's steps that differ with transaction version 2: no
+    AddPartitionsToTxn, Produce v12, EndTxn v5 (for when it takes over)."""
+    sender = producer._sender
+    txn = producer._txn_manager
+
+    async def add_partitions(tps: Any) -> bool:
+        for tp in list(tps):
+            txn.partition_added(tp)
+        return True
+
+    async def send_produce(node_id: int, batches: Any) -> None:
+        await _ProduceV2Handler(sender, batches).do(node_id)
+        sender._in_flight.remove(node_id)
+        for tp in batches:
+            sender._muted_partitions.remove(tp)
+
+    async def end(result: Any) -> None:
+        await producer._message_accumulator.flush_for_commit()
+        if txn.is_empty_transaction():
+            txn.complete_transaction()
+            return
+        node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
+        await _EndTxnV2Handler(sender, result).do(node)
+
+    sender._do_add_partitions_to_txn = add_partitions
+    sender._send_produce_req = send_produce
+    sender._do_txn_commit = end
 
 
 async def start_sender(producer: AIOKafkaProducer) -> None:
@@ -60,12 +115,17 @@ def queued(producer: AIOKafkaProducer) -> bool:
     return bool(producer._message_accumulator._batches)
 
 
-async def flush_transaction(producer: AIOKafkaProducer) -> None:
-    """Add the transaction's new partitions, then send every queued batch (retrying
-    what aiokafka retries). Failed batches fail their futures; nothing is raised for them."""
+async def flush_transaction(producer: AIOKafkaProducer, *, version2: bool) -> None:
+    """Add the transaction's new partitions (version 2: the Produce request does), then
+    send every queued batch (retrying what aiokafka retries). Failed batches fail their
+    futures; nothing is raised for them."""
     sender = producer._sender
     txn = producer._txn_manager
     accumulator = producer._message_accumulator
+    produce = _ProduceV2Handler if version2 else SendProduceReqHandler
+    if version2:
+        for tp in list(txn.partitions_to_add()):
+            txn.partition_added(tp)
     while txn.partitions_to_add():
         node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
         await AddPartitionsToTxnHandler(sender, set(txn.partitions_to_add())).do(node)
@@ -79,16 +139,16 @@ async def flush_transaction(producer: AIOKafkaProducer) -> None:
         nodes, unknown_leaders = accumulator.drain_by_nodes(ignore_nodes=set())
         if len(nodes) == 1:
             [(node_id, node_batches)] = nodes.items()
-            await SendProduceReqHandler(sender, node_batches).do(node_id)
+            await produce(sender, node_batches).do(node_id)
         elif nodes:
             async with anyio.create_task_group() as group:
                 for node_id, node_batches in nodes.items():
-                    group.start_soon(SendProduceReqHandler(sender, node_batches).do, node_id)
+                    group.start_soon(produce(sender, node_batches).do, node_id)
         if unknown_leaders:
             await producer.client.force_metadata_update()
 
 
-async def end_transaction(producer: AIOKafkaProducer, *, commit: bool) -> None:
+async def end_transaction(producer: AIOKafkaProducer, *, commit: bool, version2: bool) -> None:
     """EndTxn (commit or abort) after :func:`flush_transaction`; retried until the
     coordinator answers, fatal errors (fenced) raised."""
     sender = producer._sender
@@ -97,12 +157,69 @@ async def end_transaction(producer: AIOKafkaProducer, *, commit: bool) -> None:
         txn.committing_transaction()
     else:
         txn.aborting_transaction()
-    await flush_transaction(producer)  # an abort still sends what is queued, as aiokafka does
+    await flush_transaction(
+        producer, version2=version2
+    )  # an abort still sends what is queued, as aiokafka does
     if txn.is_empty_transaction():
         txn.complete_transaction()
         return
     result: Any = TransactionResult.COMMIT if commit else TransactionResult.ABORT
     while True:
         node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
-        if await EndTxnHandler(sender, result).do(node):
+        end = _EndTxnV2Handler if version2 else EndTxnHandler
+        if await end(sender, result).do(node):
             return
+
+
+class _ProduceV2Handler(SendProduceReqHandler):  # type: ignore[misc]
+    """aiokafka's Produce handler (its retries and error mapping), speaking version 12."""
+
+    def create_request(self) -> v2.ProduceV12:
+        topics: dict[str, list[tuple[int, bytes]]] = collections.defaultdict(list)
+        for tp, batch in self._batches.items():
+            topics[tp.topic].append((tp.partition, batch.get_data_buffer()))
+        sender = self._sender
+        return v2.ProduceV12(
+            sender._txn_manager.transactional_id,
+            sender._acks,
+            sender._request_timeout_ms,
+            list(topics.items()),
+        )
+
+    def handle_response(self, response: v2.ProduceResponse_v12) -> None:
+        super().handle_response(_AsVersion8(v2.partition_results(response)))
+
+
+class _AsVersion8:
+    """A version 12 Produce response as aiokafka's handler reads a version 8 one (the
+    fencing code of version 2 mapped to the one aiokafka knows)."""
+
+    API_VERSION = 8
+    required_acks = -1
+
+    def __init__(self, topics: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        fenced = kerrors.InvalidProducerEpoch.errno
+        self.topics = [
+            (topic, [(p[0], fenced, *p[2:]) if p[1] == PRODUCER_FENCED else p for p in parts])
+            for topic, parts in topics
+        ]
+
+
+class _EndTxnV2Handler(EndTxnHandler):  # type: ignore[misc]
+    """EndTxn version 5: the answer carries the producer id and epoch of the next
+    transaction, whose sequence numbers start again at 0."""
+
+    def create_request(self) -> v2.EndTxnV5:
+        txn = self._sender._txn_manager
+        commit = self._commit_result == TransactionResult.COMMIT
+        return v2.EndTxnV5(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit)
+
+    def handle_response(self, resp: v2.EndTxnResponse_v5) -> float | None:
+        if resp.error_code == PRODUCER_FENCED:
+            raise kerrors.ProducerFenced()
+        if resp.error_code == 0:
+            txn = self._sender._txn_manager
+            txn._pid_and_epoch = PidAndEpoch(resp.producer_id, resp.producer_epoch)
+            txn._sequence_numbers.clear()
+        result: float | None = super().handle_response(resp)
+        return result
