@@ -105,3 +105,29 @@ async def test_a_newer_producer_fences_the_older_with_version_2(
         await old.close()
     values = sorted(await committed_values(client_config, topic, timeout=10))
     assert values == sorted(r.value for n in ("x", "y", "new") for r in _records(topic, n, 2))
+
+
+async def test_back_to_back_transactions_wait_for_the_previous_markers(
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
+    transactional_id: Callable[[], str],
+) -> None:
+    """300 transactions back to back: each EndTxn hands the next one a new epoch, and
+    each first Produce may meet the previous transaction's markers still being written
+    (the broker waits a little; after a broker restart it answers CONCURRENT_TRANSACTIONS,
+    which the producer retries: tests/unit/test_transactions_v2.py)."""
+    topic, offsets = await topic_factory(partitions=2), await topic_factory()
+    producer = _producer(client_config, transactional_id())
+    await producer.start()
+    try:
+        for n in range(300):
+            await producer.begin()
+            await producer.send(_records(topic, f"t{n}", 1), _raw, per_record=False)
+            await producer.send_offsets(offsets, [(b"k", str(n).encode())])
+            await producer.commit()
+    finally:
+        await producer.close()
+    values = await committed_values(client_config, topic, timeout=10)
+    assert sorted(values) == sorted(
+        r.value for n in range(300) for r in _records(topic, f"t{n}", 1)
+    )

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from io import BytesIO
 
+from aiokafka import errors as kerrors
 from aiokafka.protocol.api import RequestHeader_v2
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, UnsignedVarInt32
 
 from eos.kafka import transactions_v2 as v2
+from eos.runtime.producers.aiokafka_inline import _ProduceV2Handler
 
 RECORDS = bytes(range(256)) * 3  # longer than 127 bytes: a two-byte length
 
@@ -112,3 +114,20 @@ def test_transaction_version_2_needs_the_feature_and_both_request_versions() -> 
     assert not supports(both, {})
     assert not supports([(0, 3, 11), (26, 0, 5)], {"transaction.version": 2})
     assert not supports([(0, 3, 13), (26, 0, 4)], {"transaction.version": 2})
+
+
+def test_concurrent_transactions_on_a_produce_is_retried_other_errors_as_aiokafka_says() -> None:
+    """CONCURRENT_TRANSACTIONS answers a version 12 Produce while the previous transaction's
+    markers are being written (seen after a broker restart): retried, like the Java client.
+    What aiokafka retries stays retried; what it calls fatal stays fatal."""
+
+    class _Sender:  # what the handler reads of aiokafka's sender
+        _retry_backoff = 0.1
+        client = None
+        _txn_manager = object()
+
+    handler = _ProduceV2Handler(_Sender(), {})
+    assert handler._can_retry(kerrors.ConcurrentTransactions(), batch=None)
+    assert handler._can_retry(kerrors.NotLeaderForPartitionError(), batch=None)
+    assert not handler._can_retry(kerrors.MessageSizeTooLargeError(), batch=None)
+    assert not handler._can_retry(kerrors.InvalidProducerEpoch(), batch=None)

@@ -189,6 +189,15 @@ class _ProduceV2Handler(SendProduceReqHandler):  # type: ignore[misc]
     def handle_response(self, response: v2.ProduceResponse_v12) -> None:
         super().handle_response(_AsVersion8(v2.partition_results(response)))
 
+    def _can_retry(self, error: Exception, batch: Any) -> bool:
+        # Adding the partition waits for the previous transaction's markers: the broker
+        # answers CONCURRENT_TRANSACTIONS until they are written (the Java client retries
+        # it too). aiokafka calls it fatal, as it is for its own AddPartitionsToTxn.
+        if isinstance(error, kerrors.ConcurrentTransactions):
+            return True
+        retry: bool = super()._can_retry(error, batch)
+        return retry
+
 
 class _AsVersion8:
     """A version 12 Produce response as aiokafka's handler reads a version 8 one (the
