@@ -134,10 +134,16 @@ def tune_gc() -> None:
     full collection, which walks every object (PySpark and pandas bring over a
     million), runs every few thousand records. Measured on SparkSource with 2 tasks
     (bench/spark_to_kafka.py setup): 43 000 rows/s with the defaults, 50 000 with the
-    start-up objects frozen, 52 000 with full collections 10x rarer."""
+    start-up objects frozen, 52 000 with full collections 10x rarer.
+
+    Young collections too: with hundreds of tasks, each poll and commit allocates a
+    few dozen short-lived objects, and the default threshold (700) ran about 18 young
+    collections a second at 400 tasks × 10 records/s, ≈ 1 ms of CPU each (the young
+    generation's survivors are walked every time): 2.4 s of CPU in 100 s, ≈ 6 % of the
+    worker's. At 50 000 allocations the same run needed 9 collections, 0.09 s in all,
+    with the same RSS (bench/scale.py, docs/sizing.md)."""
     gc.freeze()  # what start-up created (modules, plugins) lives as long as the process
-    gen0, gen1, _ = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, 100)
+    gc.set_threshold(50_000, 20, 100)
 
 
 def main(worker_file: str, connector_files: Sequence[str]) -> int:
