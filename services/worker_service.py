@@ -138,7 +138,7 @@ def tune_gc() -> None:
 
     Young collections too: with hundreds of tasks, each poll and commit allocates a
     few dozen short-lived objects, and the default threshold (700) ran about 18 young
-    collections a second at 400 tasks × 10 records/s, ≈ 1 ms of CPU each (the young
+    collections a second at 400 tasks x 10 records/s, ≈ 1 ms of CPU each (the young
     generation's survivors are walked every time): 2.4 s of CPU in 100 s, ≈ 6 % of the
     worker's. At 50 000 allocations the same run needed 9 collections, 0.09 s in all,
     with the same RSS (bench/scale.py, docs/sizing.md)."""
