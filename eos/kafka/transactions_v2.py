@@ -147,7 +147,9 @@ class _ResponseHeader:
 
 
 class _HandCodedHeader:
-    """For a flexible request: its header written and read without the schema walk."""
+    """A flexible request whose header is written and read without the schema walk."""
+
+    FLEXIBLE_VERSION = True
 
     def build_request_header(self, correlation_id: int, client_id: str) -> Any:
         assert isinstance(self, RequestStruct)
@@ -311,7 +313,6 @@ class ProduceResponse_v12(Response):  # type: ignore[misc]
 
 
 class ProduceRequest_v12(_HandCodedHeader, RequestStruct):  # type: ignore[misc]
-    FLEXIBLE_VERSION = True
     API_KEY = PRODUCE
     API_VERSION = PRODUCE_VERSION
     RESPONSE_TYPE = ProduceResponse_v12
@@ -409,7 +410,6 @@ class EndTxnResponse_v5(Response):  # type: ignore[misc]
 
 
 class EndTxnRequest_v5(_HandCodedHeader, RequestStruct):  # type: ignore[misc]
-    FLEXIBLE_VERSION = True
     API_KEY = END_TXN
     API_VERSION = END_TXN_VERSION
     RESPONSE_TYPE = EndTxnResponse_v5

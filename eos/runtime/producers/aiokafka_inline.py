@@ -157,9 +157,8 @@ async def end_transaction(producer: AIOKafkaProducer, *, commit: bool, version2:
         txn.committing_transaction()
     else:
         txn.aborting_transaction()
-    await flush_transaction(
-        producer, version2=version2
-    )  # an abort still sends what is queued, as aiokafka does
+    # An abort still sends what is queued, as aiokafka does.
+    await flush_transaction(producer, version2=version2)
     if txn.is_empty_transaction():
         txn.complete_transaction()
         return
@@ -204,7 +203,6 @@ class _AsVersion8:
     fencing code of version 2 mapped to the one aiokafka knows)."""
 
     API_VERSION = 8
-    required_acks = -1
 
     def __init__(self, topics: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
         fenced = kerrors.InvalidProducerEpoch.errno
