@@ -120,6 +120,42 @@ class GroupListener(Protocol):
         """Why this member cannot join (None once it could)."""
 
 
+class RejoinSignal:
+    """Whether this member must (re)join its group, and why. Whoever needs a rebalance
+    (the coordinator's duties) calls :meth:`request_rejoin`; the membership reads and
+    clears it. Made before both, so that neither needs the other at construction."""
+
+    def __init__(self, group_id: str = "") -> None:
+        self.needed = True
+        self.cause = "start"
+        """Why: ``start``, ``requested``, ``rebalance``, ``lost``."""
+        self.lost = False
+        """The work this worker ran is lost (someone else may run it already)."""
+        self.wakeup = anyio.Event()
+        self.settled = anyio.Event()
+        """Set when a rebalance completed, replaced when another becomes needed."""
+        self._log = log.bind(group=group_id)
+
+    def request_rejoin(self, reason: str) -> None:
+        """Join the group again soon (the leader uses it to start a rebalance)."""
+        if not self.needed:
+            self._log.info("rejoining the group", reason=reason)
+            self.mark("requested")
+        self.wakeup.set()
+
+    def mark(self, cause: str, *, lost: bool = False) -> None:
+        if not self.needed:
+            self.cause = cause
+            self.settled = anyio.Event()
+        self.needed = True
+        self.lost = self.lost or lost
+
+    def done(self) -> None:
+        """The rebalance completed (the membership says so)."""
+        self.needed = False
+        self.settled.set()
+
+
 @dataclass(frozen=True)
 class MembershipSettings:
     session_timeout_ms: int = 10_000
@@ -137,7 +173,10 @@ class Membership:
         *,
         group_id: str,
         clock: Clock | None = None,
+        rejoin: RejoinSignal | None = None,
     ) -> None:
+        """``rejoin``: how others ask this member to rejoin (made before both; one of
+        its own if None)."""
         self._transport = transport
         self._listener = listener
         self._settings = settings
@@ -147,10 +186,7 @@ class Membership:
         self.generation = -1
         self.leader_id = ""
         self.protocol = ""
-        self._rejoin_needed = True
-        self._cause = "start"
-        self._lost = False
-        self._wakeup = anyio.Event()
+        self._signal = rejoin or RejoinSignal(group_id)
         self._last_error: str | None = None
         self.log = log.bind(group=group_id)
 
@@ -159,29 +195,25 @@ class Membership:
     @property
     def stable(self) -> bool:
         """In a generation with an assignment and no rebalance pending."""
-        return not self._rejoin_needed and self.generation >= 0
+        return not self._signal.needed and self.generation >= 0
 
     def request_rejoin(self, reason: str) -> None:
         """Join the group again soon (the leader uses it to start a rebalance)."""
-        if not self._rejoin_needed:
-            self.log.info("rejoining the group", reason=reason)
-            self._mark_rejoin("requested")
-        self._wakeup.set()
+        self._signal.request_rejoin(reason)
+
+    async def until_stable(self) -> None:
+        """Until :attr:`stable`."""
+        while not self.stable:
+            await self._signal.settled.wait()
 
     def _rejoin_pending(self) -> bool:
-        return self._rejoin_needed
-
-    def _mark_rejoin(self, cause: str, *, lost: bool = False) -> None:
-        if not self._rejoin_needed:
-            self._cause = cause
-        self._rejoin_needed = True
-        self._lost = self._lost or lost
+        return self._signal.needed
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         try:
             while True:
-                if self._rejoin_needed:
+                if self._signal.needed:
                     await self._rebalance()
                 await self._heartbeat_until_rejoin()
         finally:
@@ -201,7 +233,7 @@ class Membership:
             if outcome is not None:
                 break
             await self._backoff()
-        self._rejoin_needed = False
+        self._signal.done()
         self._report_error(None)
         joined = Joined(
             self.generation,
@@ -209,7 +241,7 @@ class Membership:
             self.leader_id,
             self.protocol,
             outcome,
-            self._cause,
+            self._signal.cause,
             time.perf_counter() - started,
         )
         self.log.info(
@@ -218,15 +250,15 @@ class Membership:
             member_id=self.member_id,
             leader=joined.leader,
             protocol=self.protocol,
-            cause=self._cause,
+            cause=self._signal.cause,
         )
         self._listener.joined(joined)
 
     async def _join_and_sync(self) -> bytes | None:
         """One JoinGroup + SyncGroup; the assignment, or None to try again."""
         await self._transport.find_coordinator()
-        await self._listener.prepare_rejoin(self._lost)
-        self._lost = False
+        await self._listener.prepare_rejoin(self._signal.lost)
+        self._signal.lost = False
         join = await self._transport.join(
             member_id=self.member_id,
             session_timeout_ms=self._settings.session_timeout_ms,
@@ -315,7 +347,7 @@ class Membership:
 
     def _reset(self, *, lost: bool) -> None:
         self.member_id, self.generation = "", -1
-        self._lost = self._lost or lost
+        self._signal.lost = self._signal.lost or lost
 
     async def _backoff(self) -> None:
         await anyio.sleep(self._settings.retry_backoff_ms / 1000)
@@ -327,10 +359,10 @@ class Membership:
         session = self._settings.session_timeout_ms / 1000
         last_ok = self._clock.monotonic()
         wait = interval
-        while not self._rejoin_needed:
+        while not self._signal.needed:
             with anyio.move_on_after(wait):
-                await self._wakeup.wait()
-            self._wakeup = anyio.Event()
+                await self._signal.wakeup.wait()
+            self._signal.wakeup = anyio.Event()
             if self._rejoin_pending():
                 return
             error = await self._heartbeat()
@@ -339,9 +371,9 @@ class Membership:
                 continue
             self._heartbeat_failed(error)
             wait = self._settings.retry_backoff_ms / 1000
-            if not self._rejoin_needed and self._clock.monotonic() - last_ok >= session:
+            if not self._signal.needed and self._clock.monotonic() - last_ok >= session:
                 self.log.warning("no heartbeat succeeded for a session timeout; work is lost")
-                self._mark_rejoin("lost", lost=True)
+                self._signal.mark("lost", lost=True)
 
     async def _heartbeat(self) -> int:
         try:
@@ -354,14 +386,14 @@ class Membership:
 
     def _heartbeat_failed(self, error: int) -> None:
         if error == g.REBALANCE_IN_PROGRESS:
-            self._mark_rejoin("rebalance")
+            self._signal.mark("rebalance")
         elif error == g.ILLEGAL_GENERATION:
             self.log.warning("the group moved on without this member; its work is lost")
-            self._mark_rejoin("lost", lost=True)
+            self._signal.mark("lost", lost=True)
         elif error == g.UNKNOWN_MEMBER_ID:
             self.log.warning("the group no longer knows this member; its work is lost")
             self._reset(lost=True)
-            self._mark_rejoin("lost", lost=True)
+            self._signal.mark("lost", lost=True)
         elif error not in (g.NOT_COORDINATOR, g.COORDINATOR_NOT_AVAILABLE):
             self.log.info("heartbeat failed", error=g.error_name(error))
 

@@ -1,31 +1,14 @@
 """The config topic: connector and task configurations, target states, task
-count records and the session key (docs/exactly-once.md, "The config topic and the
-leader").
+count records, restart requests and the session key (docs/exactly-once.md, "The config
+topic and the leader").
 
 One partition, compacted, read with ``read_committed``, written **only by the
 leader**, through one transactional producer (``transactional.id =
 eos-cluster-${group.id}``) with one transaction per record: once a new leader
 has initialised that producer, a deposed leader can never write again.
 
-Record formats (keys are UTF-8 text; values are JSON objects with a format
-version ``"v"``; a tombstone is a record whose value is null)::
-
-    key                      value (v1)                                      tombstone
-    ──────────────────────── ─────────────────────────────────────────────── ─────────────────────
-    connector-<name>         {"v":1,"properties":{str:str}}                  connector deleted:
-                                                                             its tasks, task counts,
-                                                                             target state go too
-    task-<name>-<n>          {"v":1,"properties":{str:str}}   (n from 0)     pending task dropped
-    commit-<name>            {"v":1,"tasks":N}                               ignored
-    target-state-<name>      {"v":1,"state":"STARTED"|"PAUSED"|"STOPPED"}    back to the default
-                                                                             (STARTED)
-    tasks-count-<name>       {"v":1,"tasks":N}                               count forgotten
-    session-key              {"v":1,"key":"<base64>","algorithm":"HmacSHA256",
-                              "created_ms":int}                              no session key
-    restart-<name>           {"v":1,"include_tasks":bool,"only_failed":bool, ignored
-                              "task":int|null}
-
-Rules a reader applies, in offset order:
+The record formats are in :mod:`eos.storage.config_records`. Rules a reader applies,
+in offset order:
 
 * Task records are *pending* (invisible) until a ``commit-<name>`` record with
   ``tasks = N`` closes the set: the pending records with ids ``0 … N-1`` (the
@@ -44,15 +27,16 @@ Rules a reader applies, in offset order:
   compacted away) is kept but hidden from the snapshot.
 * A ``restart-<name>`` record asks the workers that run the connector (and,
   with ``include_tasks``, its tasks; with ``only_failed``, only failed ones; with
-  ``task``, that one task only) to restart them; each worker acts on restart
-  records newer than the ones it has seen when it next reads the topic.
+  ``task``, that one task only) to restart them. Every worker reads the topic as it
+  grows (not only at rebalances) and acts on the restart records newer than the
+  ones it has seen: the snapshot keeps the latest :data:`RESTART_LOG` of them in
+  offset order (:attr:`ConfigSnapshot.restart_log`), so requests made back to back
+  are all seen even when one read brings several.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import enum
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -65,254 +49,38 @@ from aiokafka import AIOKafkaProducer
 from eos.errors import FencedError, RetriableError
 from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.kafka.transactional_ids import leader_transactional_id
-from eos.storage._store import (
-    Record,
-    TopicStore,
-    decode_key,
-    decode_versioned,
-    encode_json,
-    malformed,
+from eos.storage._store import Record, TopicStore
+from eos.storage.config_records import ConfigRecord as ConfigRecord
+from eos.storage.config_records import ConnectorConfigRecord as ConnectorConfigRecord
+from eos.storage.config_records import RestartRecord as RestartRecord
+from eos.storage.config_records import RestartRequest as RestartRequest
+from eos.storage.config_records import SessionKey as SessionKey
+from eos.storage.config_records import SessionKeyRecord as SessionKeyRecord
+from eos.storage.config_records import TargetState as TargetState
+from eos.storage.config_records import TargetStateRecord as TargetStateRecord
+from eos.storage.config_records import TaskCommitRecord as TaskCommitRecord
+from eos.storage.config_records import TaskConfigRecord as TaskConfigRecord
+from eos.storage.config_records import TaskCountRecord as TaskCountRecord
+from eos.storage.config_records import decode_record as decode_record
+from eos.storage.config_records import encode_connector_config as encode_connector_config
+from eos.storage.config_records import encode_connector_tombstone as encode_connector_tombstone
+from eos.storage.config_records import encode_restart as encode_restart
+from eos.storage.config_records import encode_session_key as encode_session_key
+from eos.storage.config_records import encode_target_state as encode_target_state
+from eos.storage.config_records import (
+    encode_target_state_tombstone as encode_target_state_tombstone,
 )
+from eos.storage.config_records import encode_task_commit as encode_task_commit
+from eos.storage.config_records import encode_task_config as encode_task_config
+from eos.storage.config_records import encode_task_count as encode_task_count
 
 log = structlog.get_logger(__name__)
 
-_STORE = "config"
 _ABORT_TIMEOUT = 10.0  # bound on cleanup (abort, stop) after a failed write; not a setting
 
-
-class TargetState(enum.Enum):
-    """What the user wants a connector to do."""
-
-    STARTED = "STARTED"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    """The cluster's key for signing internal requests (the fence endpoint)."""
-
-    key: bytes = field(repr=False)
-    algorithm: str = "HmacSHA256"
-    created_ms: int = 0
-
-
-# ── Records ──────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class ConnectorConfigRecord:
-    name: str
-    properties: Mapping[str, str] | None  # None: tombstone, connector deleted
-
-
-@dataclass(frozen=True)
-class TaskConfigRecord:
-    name: str
-    task: int
-    properties: Mapping[str, str] | None
-
-
-@dataclass(frozen=True)
-class TaskCommitRecord:
-    name: str
-    tasks: int | None
-
-
-@dataclass(frozen=True)
-class TargetStateRecord:
-    name: str
-    state: TargetState | None
-
-
-@dataclass(frozen=True)
-class TaskCountRecord:
-    name: str
-    tasks: int | None
-
-
-@dataclass(frozen=True)
-class SessionKeyRecord:
-    session_key: SessionKey | None
-
-
-@dataclass(frozen=True)
-class RestartRequest:
-    """A user's restart of a connector (and its tasks), or of one task."""
-
-    include_tasks: bool = False
-    only_failed: bool = False
-    task: int | None = None
-
-
-@dataclass(frozen=True)
-class RestartRecord:
-    name: str
-    request: RestartRequest | None
-
-
-ConfigRecord = (
-    ConnectorConfigRecord
-    | TaskConfigRecord
-    | TaskCommitRecord
-    | TargetStateRecord
-    | TaskCountRecord
-    | SessionKeyRecord
-    | RestartRecord
-)
-
-_CONNECTOR = "connector-"
-_TASK = "task-"
-_COMMIT = "commit-"
-_TARGET_STATE = "target-state-"
-_TASKS_COUNT = "tasks-count-"
-_SESSION_KEY = "session-key"
-_RESTART = "restart-"
-
-
-def encode_connector_config(name: str, properties: Mapping[str, str]) -> Record:
-    return (_CONNECTOR + name).encode(), encode_json({"v": 1, "properties": dict(properties)})
-
-
-def encode_connector_tombstone(name: str) -> Record:
-    return (_CONNECTOR + name).encode(), None
-
-
-def encode_task_config(name: str, task: int, properties: Mapping[str, str]) -> Record:
-    key = f"{_TASK}{name}-{task}"
-    return key.encode(), encode_json({"v": 1, "properties": dict(properties)})
-
-
-def encode_task_commit(name: str, tasks: int) -> Record:
-    return (_COMMIT + name).encode(), encode_json({"v": 1, "tasks": tasks})
-
-
-def encode_target_state(name: str, state: TargetState) -> Record:
-    return (_TARGET_STATE + name).encode(), encode_json({"v": 1, "state": state.value})
-
-
-def encode_target_state_tombstone(name: str) -> Record:
-    return (_TARGET_STATE + name).encode(), None
-
-
-def encode_task_count(name: str, tasks: int) -> Record:
-    return (_TASKS_COUNT + name).encode(), encode_json({"v": 1, "tasks": tasks})
-
-
-def encode_session_key(session_key: SessionKey) -> Record:
-    value = {
-        "v": 1,
-        "key": base64.b64encode(session_key.key).decode("ascii"),
-        "algorithm": session_key.algorithm,
-        "created_ms": session_key.created_ms,
-    }
-    return _SESSION_KEY.encode(), encode_json(value)
-
-
-def encode_restart(name: str, request: RestartRequest) -> Record:
-    value = {
-        "v": 1,
-        "include_tasks": request.include_tasks,
-        "only_failed": request.only_failed,
-        "task": request.task,
-    }
-    return (_RESTART + name).encode(), encode_json(value)
-
-
-def decode_record(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
-    """The record, or None (with a warning) for anything this worker cannot read."""
-    text = decode_key(key, store=_STORE)
-    if text is None:
-        return None
-    document: dict[str, Any] | None = None
-    if value is not None:
-        document = decode_versioned(value, store=_STORE, key=text)
-        if document is None:
-            return None
-    try:
-        return _decode(text, document)
-    except _Malformed as exc:
-        malformed(_STORE, text, str(exc))
-        return None
-
-
-class _Malformed(Exception):
-    """A record of a known kind and version whose fields do not fit its format."""
-
-
-def _decode(key: str, document: dict[str, Any] | None) -> ConfigRecord | None:
-    if key == _SESSION_KEY:
-        return SessionKeyRecord(None if document is None else _session_key(document))
-    if key.startswith(_RESTART):
-        return RestartRecord(key[len(_RESTART) :], _restart(document))
-    if key.startswith(_TASKS_COUNT):
-        return TaskCountRecord(key[len(_TASKS_COUNT) :], _tasks(document))
-    if key.startswith(_TARGET_STATE):
-        return TargetStateRecord(key[len(_TARGET_STATE) :], _target_state(document))
-    if key.startswith(_CONNECTOR):
-        return ConnectorConfigRecord(key[len(_CONNECTOR) :], _properties(document))
-    if key.startswith(_COMMIT):
-        return TaskCommitRecord(key[len(_COMMIT) :], _tasks(document))
-    if key.startswith(_TASK):
-        name, _, task = key[len(_TASK) :].rpartition("-")
-        if not name or not (task.isascii() and task.isdigit()):
-            raise _Malformed("a task key is task-<connector>-<task number>")
-        return TaskConfigRecord(name, int(task), _properties(document))
-    log.warning("record ignored: unknown kind", store=_STORE, key=key)
-    return None
-
-
-def _properties(document: dict[str, Any] | None) -> Mapping[str, str] | None:
-    if document is None:
-        return None
-    props = document.get("properties")
-    if not isinstance(props, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in props.items()
-    ):
-        raise _Malformed("properties must be an object of strings")
-    return MappingProxyType(props)
-
-
-def _natural(document: dict[str, Any], name: str) -> int:
-    number = document.get(name)
-    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-        raise _Malformed(f"{name} must be a non-negative integer")
-    return number
-
-
-def _tasks(document: dict[str, Any] | None) -> int | None:
-    return None if document is None else _natural(document, "tasks")
-
-
-def _target_state(document: dict[str, Any] | None) -> TargetState | None:
-    if document is None:
-        return None
-    try:
-        return TargetState(document.get("state"))
-    except ValueError:
-        raise _Malformed("state must be STARTED, PAUSED or STOPPED") from None
-
-
-def _restart(document: dict[str, Any] | None) -> RestartRequest | None:
-    if document is None:
-        return None
-    include, only, task = (document.get(k) for k in ("include_tasks", "only_failed", "task"))
-    if not isinstance(include, bool) or not isinstance(only, bool):
-        raise _Malformed("include_tasks and only_failed must be true or false")
-    if task is not None and (not isinstance(task, int) or isinstance(task, bool) or task < 0):
-        raise _Malformed("task must be null or a non-negative integer")
-    return RestartRequest(include, only, task)
-
-
-def _session_key(document: dict[str, Any]) -> SessionKey:
-    secret, algorithm = document.get("key"), document.get("algorithm")
-    if not isinstance(secret, str) or not isinstance(algorithm, str):
-        raise _Malformed("needs key (base64 text), algorithm and created_ms")
-    try:
-        raw = base64.b64decode(secret, validate=True)
-    except binascii.Error:
-        raise _Malformed("key is not base64") from None
-    return SessionKey(raw, algorithm, _natural(document, "created_ms"))
+RESTART_LOG = 256
+"""How many of the latest restart requests a snapshot keeps (a worker reads the topic
+every heartbeat interval: far fewer arrive in between)."""
 
 
 # ── The snapshot ─────────────────────────────────────────────────────────────
@@ -349,6 +117,9 @@ class ConfigSnapshot:
     """Offset of the connector's latest task count record."""
     restarts: Mapping[str, tuple[int, RestartRequest]] = field(default_factory=_empty)
     """The latest restart request of each connector, with its offset."""
+    restart_log: tuple[tuple[int, str, RestartRequest], ...] = ()
+    """The latest :data:`RESTART_LOG` restart requests (offset, connector, request) in
+    offset order, also those of connectors deleted since."""
 
     def tasks(self, name: str) -> tuple[Mapping[str, str], ...]:
         """The connector's current (committed) task configs, task 0 first."""
@@ -398,6 +169,7 @@ class ConfigState:
         self._connectors: dict[str, _Connector] = {}
         self._session_key: SessionKey | None = None
         self._next_offset = 0
+        self._restart_log: deque[tuple[int, str, RestartRequest]] = deque(maxlen=RESTART_LOG)
 
     def apply(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         record = decode_record(key, value)
@@ -428,6 +200,7 @@ class ConfigState:
         elif isinstance(record, RestartRecord):
             if record.request is not None:
                 connector.restart = (offset, record.request)
+                self._restart_log.append((offset, record.name, record.request))
         else:
             connector.task_count = record.tasks
             connector.task_count_offset = None if record.tasks is None else offset
@@ -474,6 +247,7 @@ class ConfigState:
             restarts=MappingProxyType(
                 {n: c.restart for n, c in live.items() if c.restart is not None}
             ),
+            restart_log=tuple(self._restart_log),
         )
 
 

@@ -1,0 +1,327 @@
+"""The supervisor: starts and stops this worker's connectors and tasks, each in its own
+cancel scope inside the supervisor's task group, and writes their statuses (the
+coordinator's :class:`~eos.runtime.coordinator.ports.Units`).
+
+A task is built here (:meth:`Supervisor._make_runner`): its converters, its offset
+readers (one shared reader per offsets topic on this worker), its start gate
+(:mod:`eos.runtime.start_gate`) and its producer's batch size. Stopping is
+two-phase with one deadline (``task.shutdown.graceful.timeout.ms``): every task is
+asked to stop and given until the deadline to commit what it polled; what is still
+running then is cancelled. A FAILED task stays until it is stopped, restarted or its
+connector removed: nothing is restarted behind the user's back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+
+from eos.config.connector import ConnectorConfig
+from eos.config.worker import WorkerConfig
+from eos.errors import ConflictError
+from eos.kafka.clients import ClientConfig
+from eos.runtime.clock import Clock
+from eos.runtime.connector_actor import ConnectorActor
+from eos.runtime.converters import make_converter
+from eos.runtime.coordinator.leader_requests import LeaderRequests
+from eos.runtime.coordinator.state import ClusterState
+from eos.runtime.exactly_once_task import ExactlyOnceTask
+from eos.runtime.observer import WorkerObserver
+from eos.runtime.offset_mirror import OffsetMirror
+from eos.runtime.plugins import connector_class
+from eos.runtime.resources import SharedResources
+from eos.runtime.source_task import AtLeastOnceTask, SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.start_gate import StartChecks
+from eos.runtime.topic_tracker import TopicTracker
+from eos.state import State
+from eos.storage.offset_log import CombinedOffsetReader, OffsetLog
+from eos.storage.status_log import StatusLog
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class _ConnectorUnit:
+    props: Mapping[str, str]
+    actor: ConnectorActor | None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+@dataclass
+class _TaskUnit:
+    spec: TaskSpec
+    runner: SourceTaskRunner
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the task has stopped."""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        settings: WorkerConfig,
+        state: ClusterState,
+        *,
+        status_log: StatusLog,
+        mirror: OffsetMirror,
+        leader: LeaderRequests,
+        topics: TopicTracker,
+        resources: SharedResources,
+        observer: WorkerObserver,
+        clock: Clock,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.status_log = status_log
+        self.mirror = mirror
+        self.leader = leader
+        self.topics = topics
+        self.resources = resources
+        self.observer = observer
+        self.clock = clock
+        self.log = log.bind(worker=settings.worker_id, group=settings.group_id)
+        self.start_checks = StartChecks(settings, state, leader)
+        self._startup_slots = anyio.CapacityLimiter(settings.task_startup_concurrency)
+        self._connectors: dict[str, _ConnectorUnit] = {}
+        self._tasks: dict[tuple[str, int], _TaskUnit] = {}
+        self._offset_logs: dict[tuple[str, str], OffsetLog] = {}
+        self._tg: TaskGroup | None = None
+        self._closing = False
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run connectors and tasks until cancelled (after :meth:`shutdown`); then close
+        the offset readers."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+                await self._close_offset_logs()
+
+    async def shutdown(self) -> None:
+        """Start nothing more; stop every task (within the graceful deadline), then
+        every connector."""
+        self._closing = True
+        await self.stop_tasks(list(self._tasks))
+        for name in list(self._connectors):
+            await self.stop_connector(name)
+
+    def task_count(self) -> int:
+        return len(self._tasks)
+
+    async def _close_offset_logs(self) -> None:
+        logs, self._offset_logs = list(self._offset_logs.values()), {}
+        for offsets in logs:
+            await offsets.close()
+
+    # ------------------------------------------------------- Units (connectors)
+
+    def running_connectors(self) -> Mapping[str, Mapping[str, str]]:
+        return {name: unit.props for name, unit in self._connectors.items()}
+
+    def start_connector(self, name: str, props: Mapping[str, str]) -> None:
+        assert self._tg is not None
+        if self._closing:  # shutting down: queued coordinator calls start nothing
+            return
+        try:
+            config = ConnectorConfig.from_properties(props, self.settings)
+            connector = connector_class(config.connector_class)()
+        except Exception as exc:
+            self.log.error("connector cannot start", connector=name, error=str(exc))
+            self._connectors[name] = _ConnectorUnit(props, None)
+            self._tg.start_soon(self._connector_status, name, State.FAILED, str(exc))
+            return
+        actor = ConnectorActor(
+            name,
+            connector,
+            props,
+            config.tasks_max,
+            on_task_configs=self.leader.submit_task_configs,
+            status=partial(self._connector_status, name),
+            retry_backoff=self.settings.retry_backoff_ms / 1000,
+        )
+        unit = _ConnectorUnit(props, actor)
+        self._connectors[name] = unit
+        self._tg.start_soon(self._run_in_scope, unit.scope, actor.run)
+
+    async def stop_connector(self, name: str) -> None:
+        unit = self._connectors.pop(name, None)
+        if unit is None:
+            return
+        if unit.actor is not None:
+            unit.scope.cancel()
+            with anyio.move_on_after(self.settings.graceful_shutdown_ms / 1000 + 5):
+                await unit.actor.stopped.wait()
+
+    def failed(self, name: str, task_id: int | None = None) -> bool:
+        if task_id is None:
+            unit = self._connectors.get(name)
+            return unit is not None and (unit.actor is None or unit.actor.failed)
+        task = self._tasks.get((name, task_id))
+        return task is not None and task.runner.state is State.FAILED
+
+    async def report(self, name: str, task_id: int | None, state: State) -> None:
+        if task_id is None:
+            await self._connector_status(name, state, None)
+        else:
+            await self._task_status(TaskSpec(name, task_id, -1, {}), state, None)
+
+    # ------------------------------------------------------------ Units (tasks)
+
+    def running_tasks(self) -> Mapping[tuple[str, int], int]:
+        return {key: unit.spec.generation for key, unit in self._tasks.items()}
+
+    def start_task(
+        self, name: str, task_id: int, generation: int, config: Mapping[str, str]
+    ) -> None:
+        assert self._tg is not None
+        if self._closing:
+            return
+        spec = TaskSpec(name, task_id, generation, dict(config))
+        try:
+            props = self.state.config.connectors.get(name)
+            if props is None:
+                raise ConflictError(f"connector {name} has no config")
+            runner = self._make_runner(spec, props)
+        except Exception as exc:
+            self.log.error("task cannot start", connector=name, task=task_id, error=str(exc))
+            self._tg.start_soon(self._task_status, spec, State.FAILED, str(exc))
+            return
+        unit = _TaskUnit(spec, runner)
+        self._tasks[(name, task_id)] = unit
+        self.topics.track((name, task_id), runner.forget_topics)
+        self._tg.start_soon(self._run_task, unit)
+
+    def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
+        s = self.settings
+        config = ConnectorConfig.from_properties(props, s)
+        task = connector_class(config.connector_class)().task_class()()
+        client = config.client_config(s)
+        own_topic = config.offsets_topic_for(s)
+        read_timeout = (config.producer_transaction_timeout_ms(s) + s.worker_sync_timeout_ms) / 1000
+        offsets_client = config.offsets_client_config(s)
+        own = self._offset_log(offsets_client, own_topic, read_timeout) if own_topic else None
+        global_ = self._offset_log(s.client_config, s.offsets_topic, read_timeout)
+        deps = TaskDeps(
+            client_config=client,
+            group_id=s.group_id,
+            offsets_topic=own_topic or s.offsets_topic,
+            offset_reader=CombinedOffsetReader(spec.connector, own, global_),
+            key_converter=make_converter(config.key_converter),
+            value_converter=make_converter(config.value_converter),
+            status=partial(self._task_status, spec),
+            resources=self.resources,
+            graceful_timeout=s.graceful_shutdown_ms / 1000,
+            flush_interval_ms=s.offset_flush_interval_ms,
+            transaction_timeout_ms=config.producer_transaction_timeout_ms(s),
+            producer_client=config.task_producer_client(s),
+            boundary=config.transaction_boundary,
+            boundary_interval_ms=config.boundary_interval_ms(s),
+            gate=self.start_checks.gate(offsets_client, own_topic),
+            offsets_committed=self.mirror.submit if own_topic else None,
+            topic_discovered=partial(self.topics.discovered, spec) if s.topic_tracking else None,
+            observer=self.observer.task(spec.connector, spec.task_id),
+            clock=self.clock,
+            startup_slots=self._startup_slots,
+            batch_size=producer_batch_size(len(self._tasks) + 1),
+        )
+        runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
+        return runner_class(spec, deps, task)
+
+    def _offset_log(self, client: ClientConfig, topic: str, read_timeout: float) -> OffsetLog:
+        """The worker's one reader of an offsets topic, shared by every task that reads it
+        (a 300-task worker holds a few readers, not 600); closed when the worker stops."""
+        key = (client.bootstrap_servers, topic)
+        log_ = self._offset_logs.get(key)
+        if log_ is None:
+            log_ = self._offset_logs[key] = OffsetLog(client, topic, read_timeout=read_timeout)
+        return log_
+
+    async def _run_task(self, unit: _TaskUnit) -> None:
+        try:
+            with unit.scope:
+                await unit.runner.run()  # opens the offset stores when it first reads them
+        finally:
+            unit.done.set()
+            # A FAILED task stays assigned (and visible in metrics) until it is stopped,
+            # restarted or its connector removed, as in Kafka Connect: never restarted
+            # behind the user's back.
+            if unit.runner.state is not State.FAILED:
+                self._forget(unit)
+
+    def _forget(self, unit: _TaskUnit) -> None:
+        key = (unit.spec.connector, unit.spec.task_id)
+        if self._tasks.get(key) is unit:
+            del self._tasks[key]
+            self.topics.untrack(key)
+            unit.runner.deps.observer.close()
+
+    async def stop_tasks(self, tasks: Sequence[tuple[str, int]]) -> None:
+        """Stop tasks in parallel: ask, wait until the graceful deadline, then cancel."""
+        units = [self._tasks[key] for key in tasks if key in self._tasks]
+        if not units:
+            return
+        for unit in units:
+            unit.runner.request_stop()
+        with anyio.move_on_after(self.settings.graceful_shutdown_ms / 1000):
+            for unit in units:
+                await unit.runner.stopped.wait()
+        for unit in units:
+            if not unit.runner.stopped.is_set():
+                self.log.warning(
+                    "task did not stop in time; cancelling",
+                    connector=unit.spec.connector,
+                    task=unit.spec.task_id,
+                )
+                unit.scope.cancel()
+        for unit in units:
+            await unit.done.wait()
+            self._forget(unit)
+
+    # ----------------------------------------------------------------- status
+
+    async def _task_status(self, spec: TaskSpec, state: State, trace: str | None) -> None:
+        try:
+            await self.status_log.put_task(
+                spec.connector, spec.task_id, state, trace, generation=self.state.generation
+            )
+        except Exception as exc:
+            self.log.warning("status write failed", connector=spec.connector, error=repr(exc))
+
+    async def _connector_status(self, name: str, state: State, trace: str | None) -> None:
+        try:
+            await self.status_log.put_connector(
+                name, state, trace, generation=self.state.generation
+            )
+        except Exception as exc:
+            self.log.warning("status write failed", connector=name, error=repr(exc))
+
+    @staticmethod
+    async def _run_in_scope(
+        scope: anyio.CancelScope, target: Callable[[], Awaitable[None]]
+    ) -> None:
+        with scope:
+            await target()
+
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds the offset readers get to close when the supervisor ends (not a setting:
+a bound on clean-up)."""
+
+
+PRODUCER_MEMORY_BUDGET = 64 * 2**20
+"""Bytes of producer batches a worker aims at across its tasks (docs/sizing.md)."""
+
+
+def producer_batch_size(tasks: int) -> int:
+    """The default ``batch.size`` of a task producer on a worker running ``tasks`` tasks:
+    256 KiB (large batches cost less CPU per record) while the worker's tasks share
+    :data:`PRODUCER_MEMORY_BUDGET`, then smaller, down to Kafka's 16 KiB."""
+    return max(16384, min(262144, PRODUCER_MEMORY_BUDGET // max(1, tasks)))

@@ -1,0 +1,143 @@
+"""Fakes for the coordinator's duties: an in-memory config topic read by the real
+:class:`~eos.storage.config_log.ConfigState`, a rejoin signal that records why, and
+a supervisor that records what it was told (no broker, no tasks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from eos.runtime.coordinator.state import ClusterState
+from eos.state import State
+from eos.storage._store import Record
+from eos.storage.config_log import (
+    ConfigLog,
+    ConfigSnapshot,
+    ConfigState,
+    RestartRequest,
+    SessionKey,
+    TargetState,
+    encode_connector_config,
+    encode_connector_tombstone,
+    encode_restart,
+    encode_session_key,
+    encode_target_state,
+    encode_target_state_tombstone,
+    encode_task_commit,
+    encode_task_config,
+    encode_task_count,
+)
+
+
+class MemoryConfigLog:
+    """The config topic in memory: writes append records, :meth:`refresh` reads them."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self._state = ConfigState()
+        self._read = 0
+        self.snapshot = ConfigSnapshot()
+
+    async def refresh(self, timeout: float | None = None) -> ConfigSnapshot:
+        for offset in range(self._read, len(self.records)):
+            key, value = self.records[offset]
+            self._state.apply(key, value, 0, offset)
+        self._read = len(self.records)
+        self.snapshot = self._state.snapshot(self._read)
+        return self.snapshot
+
+    async def lag(self) -> int:
+        return len(self.records) - self._read
+
+    async def claim_write_privileges(self) -> None:
+        return None
+
+    async def _write(self, *records: Record) -> int:
+        self.records.extend(records)
+        return len(self.records) - 1
+
+    async def put_connector_config(self, name: str, properties: Mapping[str, str]) -> int:
+        return await self._write(encode_connector_config(name, properties))
+
+    async def remove_connector(self, name: str) -> int:
+        return await self._write(
+            encode_connector_tombstone(name), encode_target_state_tombstone(name)
+        )
+
+    async def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> int:
+        tasks = [encode_task_config(name, i, props) for i, props in enumerate(configs)]
+        return await self._write(*tasks, encode_task_commit(name, len(configs)))
+
+    async def put_target_state(self, name: str, state: TargetState) -> int:
+        return await self._write(encode_target_state(name, state))
+
+    async def put_task_count(self, name: str, tasks: int) -> int:
+        return await self._write(encode_task_count(name, tasks))
+
+    async def put_restart(self, name: str, request: RestartRequest) -> int:
+        return await self._write(encode_restart(name, request))
+
+    async def put_session_key(self, session_key: SessionKey) -> int:
+        return await self._write(encode_session_key(session_key))
+
+
+def leader_state(config_log: MemoryConfigLog, *, leader: bool = True) -> ClusterState:
+    """A cluster state in which this worker leads (or follows) generation 1."""
+    state = ClusterState(cast(ConfigLog, config_log), "http://me:8083")
+    state.serving = True
+    state.generation, state.member_id = 1, "me"
+    state.leader_id = "me" if leader else "other"
+    state.leader_url = "http://me:8083" if leader else "http://other:8083"
+    state.joined_once.set()
+    return state
+
+
+@dataclass
+class Rejoins:
+    reasons: list[str] = field(default_factory=list)
+
+    def request_rejoin(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+
+@dataclass
+class FakeUnits:
+    """A supervisor that runs nothing: it records starts, stops and reports."""
+
+    connectors: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    tasks: dict[tuple[str, int], int] = field(default_factory=dict)
+    failing: set[tuple[str, int | None]] = field(default_factory=set)
+    events: list[tuple[str, str, int | None]] = field(default_factory=list)
+    reports: list[tuple[str, int | None, State]] = field(default_factory=list)
+
+    def running_connectors(self) -> Mapping[str, Mapping[str, str]]:
+        return dict(self.connectors)
+
+    def running_tasks(self) -> Mapping[tuple[str, int], int]:
+        return dict(self.tasks)
+
+    def start_connector(self, name: str, props: Mapping[str, str]) -> None:
+        self.connectors[name] = props
+        self.events.append(("start", name, None))
+
+    async def stop_connector(self, name: str) -> None:
+        if self.connectors.pop(name, None) is not None:
+            self.events.append(("stop", name, None))
+
+    def start_task(
+        self, name: str, task_id: int, generation: int, config: Mapping[str, str]
+    ) -> None:
+        self.tasks[(name, task_id)] = generation
+        self.events.append(("start", name, task_id))
+
+    async def stop_tasks(self, tasks: Sequence[tuple[str, int]]) -> None:
+        for key in tasks:
+            if self.tasks.pop(key, None) is not None:
+                self.events.append(("stop", *key))
+
+    def failed(self, name: str, task_id: int | None = None) -> bool:
+        return (name, task_id) in self.failing
+
+    async def report(self, name: str, task_id: int | None, state: State) -> None:
+        self.reports.append((name, task_id, state))
