@@ -96,7 +96,7 @@ async def _run(
     )
     routes = [metrics_route(prometheus.registry)] if prometheus else []
     metrics_open = [] if settings.rest_auth.metrics_protected else routes
-    app = build_app(worker, routes, auth=auth, open_routes=metrics_open)
+    app = build_app(worker, routes, auth=auth, open_routes=metrics_open, settle=worker.settled)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, worker)

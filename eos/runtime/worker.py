@@ -60,7 +60,6 @@ from eos.runtime.offsets_admin import Offsets, read_offsets, write_offsets
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
 from eos.runtime.signatures import Rejection, verify
-from eos.runtime.supervisor import PRODUCER_MEMORY_BUDGET as PRODUCER_MEMORY_BUDGET
 from eos.runtime.supervisor import Supervisor
 from eos.runtime.supervisor import producer_batch_size as producer_batch_size
 from eos.runtime.topic_tracker import TopicTracker

@@ -4,13 +4,14 @@ group. Handlers never touch cluster state: they ask the :class:`Worker`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from eos.runtime.coordinator import ClusterView
 from eos.runtime.worker import Worker
 from services.rest import (
     connectors,
@@ -34,11 +35,13 @@ def build_app(
     *,
     auth: AuthProvider | None = None,
     open_routes: Sequence[BaseRoute] = (),
+    settle: Callable[[], Awaitable[ClusterView]] | None = None,
 ) -> Starlette:
     """The REST app of ``worker`` (docs/rest.md). Bodies over ``rest.max.request.bytes``
     are refused (413) before any route reads them. With ``auth``, every request but the
     internal ones (checked by their signature) and ``open_routes`` must satisfy it
-    (docs/security.md)."""
+    (docs/security.md). With ``settle`` (:meth:`Worker.settled`), a write that meets a
+    rebalance waits for it to end, within a bound, before it is refused."""
     routes = [
         *root.ROUTES,
         *connectors.ROUTES,
@@ -61,4 +64,5 @@ def build_app(
         routes=routes, middleware=middleware, exception_handlers={HTTPException: http_exception}
     )
     app.state.worker = worker
+    app.state.settle = settle
     return app

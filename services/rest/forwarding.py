@@ -6,8 +6,11 @@ another worker is sent on to the leader it knows, at most twice: the first hop
 adds ``forward=true``, the second ``forward=false``, and a worker that receives
 ``forward=false`` but is not the leader answers 409. While no leader is known,
 or a rebalance is under way on a worker that would have to forward, the answer is
-409 with a message saying so: the write was not made, retry it. Of the caller's
-headers only ``Authorization`` (and the body's ``Content-Type``) travel along.
+409 with a message saying so: the write was not made, retry it. A worker whose
+app has a ``settle`` hook (:meth:`~eos.runtime.worker.Worker.settled`) first waits
+for the rebalance under way to end, within a bound, and answers 409 only if it
+has not. Of the caller's headers only ``Authorization`` (and the body's
+``Content-Type``) travel along.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import Response
 
+from eos.runtime.coordinator import ClusterView
 from eos.runtime.worker import Worker
 from services.http import peer_client
 from services.rest.errors import Handler, error
@@ -39,6 +43,10 @@ def leader_only(handler: Handler) -> Handler:
         hop = request.query_params.get("forward")
         if hop == "false":
             return error(409, "this worker is not the leader and the request already made two hops")
+        if view.rebalancing or not view.leader_url:
+            view = await settled(request)
+            if view.is_leader:
+                return await handler(request)
         if not view.leader_url:
             return error(409, "no leader is known yet (the cluster is forming); retry shortly")
         if view.rebalancing:
@@ -46,6 +54,17 @@ def leader_only(handler: Handler) -> Handler:
         return await forward(request, view.leader_url, "true" if hop is None else "false")
 
     return routed
+
+
+async def settled(request: Request) -> ClusterView:
+    """The worker's view of the cluster, once the rebalance under way ended if the app
+    waits for that (its ``settle`` hook, bounded)."""
+    settle = request.app.state.settle
+    if settle is not None:
+        view: ClusterView = await settle()
+        return view
+    worker: Worker = request.app.state.worker
+    return worker.cluster()
 
 
 async def forward(request: Request, base_url: str, hop: str) -> Response:

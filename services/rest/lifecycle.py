@@ -1,7 +1,8 @@
 """Pausing, resuming, stopping and restarting connectors and tasks (Kafka Connect's
 paths and answers). All are served by the leader (forwarded there otherwise): it
-writes a target state or a restart request to the config topic and starts a
-rebalance, and each worker acts on what it runs.
+writes a target state or a restart request to the config topic, and each worker
+acts on what it runs as it reads the topic, without a rebalance (KIP-745). Only a
+stop, and the resume after it, change the work to place and so start one.
 
 - ``PUT /connectors/{name}/pause`` → 202: the connector and its tasks stop and
   report PAUSED; ``resume`` → 202: they start again.
@@ -12,7 +13,8 @@ rebalance, and each worker acts on what it runs.
   will restart). ``POST /connectors/{name}/tasks/{task}/restart`` → 204.
 
 A restart first reads the config topic to its end: if that times out → 500;
-an unknown connector or task → 404; while a rebalance is under way → 409.
+an unknown connector or task → 404; while a rebalance is under way, it waits for it
+to end (the app's ``settle``, bounded), and → 409 if it has not.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from eos.state import State
 from eos.storage.config_log import RestartRequest, TargetState
 from eos.storage.status_log import Status
 from services.rest.errors import guard
-from services.rest.forwarding import leader_only
+from services.rest.forwarding import leader_only, settled
 
 
 def _worker(request: Request) -> Worker:
@@ -65,7 +67,7 @@ async def restart_connector(request: Request) -> Response:
     snap = await worker.snapshot()  # ReadToEndTimeout → 500 "Request timed out"
     if name not in snap.connectors:
         raise NotFoundError(f"Connector {name} not found")
-    if worker.cluster().rebalancing:
+    if (await settled(request)).rebalancing:
         raise ConflictError("a rebalance is under way; retry the restart shortly")
     statuses = await worker.read_status()
     await worker.restart(name, RestartRequest(include, only_failed))
@@ -107,7 +109,7 @@ async def restart_task(request: Request) -> Response:
         raise NotFoundError(f"Connector {name} not found")
     if not text.isascii() or not text.isdigit() or int(text) >= len(snap.tasks(name)):
         raise NotFoundError(f"Task {name}-{text} not found")
-    if worker.cluster().rebalancing:
+    if (await settled(request)).rebalancing:
         raise ConflictError("a rebalance is under way; retry the restart shortly")
     await worker.restart(name, RestartRequest(task=int(text)))
     return Response(status_code=204)
