@@ -98,36 +98,45 @@ async def _config_value(admin: AIOKafkaAdminClient, kind: Any, name: str, key: s
     return None
 
 
-async def _settled_partitions(admin: AIOKafkaAdminClient, name: str) -> int:
-    """The topic's partition count once its metadata has settled: right after another
-    worker created it, it may be described with an error or no partitions for a moment
-    ("wait and look again", bounded by :data:`SETTLE_TIMEOUT`)."""
-    actual = 0
+async def _settled_layout(
+    admin: AIOKafkaAdminClient, name: str, compacted: bool
+) -> tuple[int, str | None]:
+    """The topic's partition count and (if ``compacted`` matters) its ``cleanup.policy``
+    once both are visible. Right after another worker created it, a topic may be
+    described with an error or no partitions for a moment, and the broker asked may not
+    know its configuration yet (an unknown topic, no ``cleanup.policy``): "wait and look
+    again", both within one bound, :data:`SETTLE_TIMEOUT`. What was seen last is returned
+    when the bound has passed."""
+    actual, policy = 0, None
     with anyio.move_on_after(SETTLE_TIMEOUT):
         while True:
             described = (await admin.describe_topics([name]))[0]
             actual = len(described.get("partitions") or ())
-            if described.get("error_code", 0) == 0 and actual > 0:
-                return actual
-            log.debug("topic metadata not settled yet", topic=name, partitions=actual)
+            settled = described.get("error_code", 0) == 0 and actual > 0
+            if settled and compacted:
+                policy = await _config_value(
+                    admin, ConfigResourceType.TOPIC, name, "cleanup.policy"
+                )
+                settled = policy is not None
+            if settled:
+                return actual, policy
+            log.debug("topic not settled yet", topic=name, partitions=actual, policy=policy)
             await anyio.sleep(0.2)
-    return actual
+    return actual, policy
 
 
 async def _check_layout(
     admin: AIOKafkaAdminClient, name: str, partitions: int, compacted: bool
 ) -> None:
-    actual = await _settled_partitions(admin, name)
+    actual, policy = await _settled_layout(admin, name, compacted)
     if actual != partitions:
         raise TopicError(
             f"topic {name!r} exists with {actual} partition(s) but eos needs {partitions}: "
             "delete it or point the setting at another topic"
         )
-    if compacted:
-        policy = await _config_value(admin, ConfigResourceType.TOPIC, name, "cleanup.policy")
-        if policy is None or "compact" not in policy:
-            raise TopicError(
-                f"topic {name!r} exists with cleanup.policy={policy} but eos needs compact: "
-                f"run kafka-configs --alter --entity-type topics --entity-name {name} "
-                "--add-config cleanup.policy=compact, or use another topic"
-            )
+    if compacted and (policy is None or "compact" not in policy):
+        raise TopicError(
+            f"topic {name!r} exists with cleanup.policy={policy} but eos needs compact: "
+            f"run kafka-configs --alter --entity-type topics --entity-name {name} "
+            "--add-config cleanup.policy=compact, or use another topic"
+        )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,11 +22,12 @@ pytestmark = pytest.mark.integration
 
 
 def eos_worker(
-    path: Path, props: dict[str, str], *options: str
+    path: Path, props: dict[str, str], *options: str, connectors: Sequence[Path] = ()
 ) -> subprocess.CompletedProcess[str]:
     write_properties(path, props)
+    files = [str(path), *map(str, connectors)]
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", *options, "worker", str(path)],
+        [sys.executable, "-m", "services.cli", *options, "worker", *files],
         capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
     )  # fmt: skip
 
@@ -137,3 +138,29 @@ def test_security_settings_are_checked_before_kafka(
     props.update({k: v.replace("USERS", str(users)) for k, v in settings.items()})
     error = one_error_line(eos_worker(tmp_path / "worker.properties", props))
     assert names in error
+
+
+@pytest.mark.parametrize(
+    ("connector", "names"),
+    [
+        ({"name": "bad", "connector.class": "VerifiableSource", "tasks.max": "zero"}, "tasks.max"),
+        ({"connector.class": "VerifiableSource"}, "'name'"),
+    ],
+)
+def test_a_bad_connector_file_is_one_line_and_closes_what_the_worker_opened(
+    connector: dict[str, str],
+    names: str,
+    bootstrap: str,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """The worker had started (internal topics, clients, group) when the file was found
+    wrong: it stops, closing every client, and says only what is wrong."""
+    bad = write_properties(tmp_path / "bad.properties", connector)
+    props = worker_props(bootstrap, unique_name("g"))
+    done = eos_worker(tmp_path / "worker.properties", props, connectors=[bad])
+    one_error_line(done)
+    assert names in done.stderr.split("error:", 1)[1]
+    assert "worker started" in done.stderr  # it failed after start-up, not before
+    noise = [line for line in done.stderr.splitlines() if "[error" in line or "[warning" in line]
+    assert noise == [], done.stderr[-3000:]
