@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from eos.config.worker import WorkerConfig
-from eos.errors import ConflictError, NotLeaderError
+from eos.errors import ConflictError, FencedError, NotLeaderError, RetriableError
 from eos.runtime.assignors.base import Assignment, TaskId
 from eos.runtime.clock import ManualClock
 from eos.runtime.coordinator.config_writes import ConfigWrites
@@ -269,3 +269,29 @@ async def test_new_configs_cancel_a_running_round() -> None:
         with pytest.raises(ConflictError, match="was deleted"):
             await leader.writes.delete_connector("c")
             await leader.inbox.ask(fencing.start, "c")
+
+
+async def test_a_fenced_or_failed_write_makes_the_leader_rejoin() -> None:
+    async with duties() as leader:
+        await connector_with_tasks(leader)
+
+        async def fenced(*records: object) -> int:
+            raise FencedError("another leader took over")
+
+        async def failed(*records: object) -> int:
+            raise RetriableError("no broker answered")
+
+        leader.config._write = fenced  # type: ignore[method-assign]
+        with pytest.raises(NotLeaderError, match="rejoins the group: retry"):
+            await leader.writes.restart("c", RestartRequest())
+        leader.config._write = failed  # type: ignore[method-assign]
+        with pytest.raises(ConflictError, match="config topic write failed"):
+            await leader.writes.set_target_state("c", TargetState.PAUSED)
+        keys = SessionKeys(leader.shared, leader.writes)
+        await keys.ensure()  # not written: the next leadership tries again
+        assert leader.config.snapshot.session_key is None
+        assert leader.rejoins.reasons == [
+            "config writer fenced",
+            "config write failed",
+            "config write failed",
+        ]
