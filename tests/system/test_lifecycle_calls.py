@@ -34,10 +34,10 @@ def verifiable(topic: str) -> dict[str, str]:
     }
 
 
-def until(what: Callable[[], bool], timeout: float = 60) -> None:
+def until(what: Callable[[], bool], timeout: float = 60, cluster: Cluster | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not what():
-        assert time.monotonic() < deadline, "not reached in time"
+        assert time.monotonic() < deadline, f"not reached in time\n{cluster and cluster.tails()}"
         time.sleep(0.1)
 
 
@@ -67,7 +67,7 @@ async def test_lifecycle_calls_back_to_back_through_a_follower(
         await run(cluster.put_connector, verifiable(topic))
         follower = next(w for w in cluster.workers if w is not leader)
         client = KafkaConnect(url=follower.rest_url)
-        await run(until, lambda: running(client))
+        await run(until, lambda: running(client), 60, cluster)
 
         def back_to_back() -> None:
             plan = client.restart_connector("vs", include_tasks=True)
@@ -80,7 +80,7 @@ async def test_lifecycle_calls_back_to_back_through_a_follower(
             client.resume_connector("vs")
 
         await run(back_to_back)
-        await run(until, lambda: running(client))
+        await run(until, lambda: running(client), 60, cluster)
 
         # Restarts, a pause and a resume again: the workers act on them, no rebalance.
         before = await run(generation, client)

@@ -295,3 +295,20 @@ async def test_a_fenced_or_failed_write_makes_the_leader_rejoin() -> None:
             "config write failed",
             "config write failed",
         ]
+
+
+async def test_a_stop_and_resume_read_together_restart_the_connector() -> None:
+    """The stop emptied the task configs; whoever runs the connector restarts it on the
+    resume (even if it never saw it stopped), so that it makes its task configs again."""
+    async with duties() as leader:
+        await connector_with_tasks(leader)
+        await leader.writes.set_target_state("c", TargetState.STOPPED)
+        await leader.writes.set_target_state("c", TargetState.STARTED)
+        await leader.reconciler.reconcile()
+        assert leader.units.events == [
+            ("stop", "c", None),  # the resume's restart request
+            ("start", "c", None),  # it makes its task configs again
+            ("stop", "c", 0),  # no tasks any more
+            ("stop", "c", 1),
+        ]
+        assert leader.rejoins.reasons == ["connector c stopped"]  # the resume: none yet

@@ -144,6 +144,11 @@ class ConfigWrites:
         if state is TargetState.STOPPED and snap.tasks(name):
             # As in Kafka Connect (KIP-875): a stopped connector has no tasks at all.
             await self.write(self._config_log.put_task_configs(name, []))
+        if snap.target_state(name) is TargetState.STOPPED:
+            # Resumed after a stop: its connector makes its task configs again. A worker
+            # that reads the stop and the resume together never stopped it, so the resume
+            # is also a restart request for the connector.
+            await self.write(self._config_log.put_restart(name, RestartRequest()))
         await self._changed(snap, f"connector {name} {state.value.lower()}")
 
     async def _begin_offset_change(self, name: str) -> ConfigSnapshot:
