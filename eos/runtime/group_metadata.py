@@ -49,7 +49,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from eos.runtime.assignors.base import EMPTY, Assignment, TaskId
 
@@ -77,8 +77,10 @@ def style_of(protocol_name: str) -> Style:
     return "eager" if protocol_name.partition("/")[0] == "eager" else "cooperative"
 
 
-@dataclass(frozen=True)
-class MemberInfo:
+class MemberInfo(NamedTuple):
+    """A member as every assignment lists it (a named tuple: each of a round's
+    assignments hashes the whole member list, see :func:`_members_json`)."""
+
     member_id: str
     url: str
     worker_id: str
@@ -202,10 +204,8 @@ def _decode(data: bytes) -> dict[str, Any]:
 
 
 def _work(assignment: Assignment) -> dict[str, list[Any]]:
-    return {
-        "connectors": sorted(assignment.connectors),
-        "tasks": [[t.connector, t.task] for t in sorted(assignment.tasks)],
-    }
+    # A TaskId is a tuple: JSON writes it as the array [connector, task].
+    return {"connectors": sorted(assignment.connectors), "tasks": sorted(assignment.tasks)}
 
 
 def _str(d: Mapping[str, Any], key: str) -> str:
@@ -232,15 +232,14 @@ def _assignment(d: Mapping[str, Any], connectors: str, tasks: str) -> Assignment
 
 
 def _task_ids(pairs: Iterable[Any], key: str) -> list[TaskId]:
-    ids = []
-    for pair in pairs:
-        # Exact types (a bool is no task number): a leader reads 10 000 of these a round.
-        if (
-            type(pair) is not list
-            or len(pair) != 2
-            or type(pair[0]) is not str
-            or type(pair[1]) is not int
-        ):
-            raise MalformedGroupData(f"{key} must be a list of [connector, task]")
-        ids.append(TaskId(pair[0], pair[1]))
+    # Exact types (a bool is no task number), in one comprehension: a leader reads
+    # 10 000 of these a round.
+    pairs = list(pairs)
+    ids = [
+        TaskId(p[0], p[1])
+        for p in pairs
+        if type(p) is list and len(p) == 2 and type(p[0]) is str and type(p[1]) is int
+    ]
+    if len(ids) != len(pairs):
+        raise MalformedGroupData(f"{key} must be a list of [connector, task]")
     return ids
