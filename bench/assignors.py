@@ -28,6 +28,7 @@ target exits 1; a missed time is only marked (it depends on the machine's load).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from eos.runtime.assignors import AssignorSettings, make_assignor
@@ -95,7 +96,8 @@ def main() -> int:
     args = parser.parse_args()
     print(
         f"{args.workers} workers, {args.connectors} connectors x {args.tasks} tasks; "
-        f"ms: median of {args.repeat} (max); target {TARGET_MS:g} ms a round"
+        f"ms: median of {args.repeat} (max); target {TARGET_MS:g} ms a round; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start"
     )
     print(
         "| assignor | round | workers | leader ms | max | assignor ms | moved | minimum "
