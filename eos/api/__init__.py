@@ -23,4 +23,9 @@ from eos.config.definition import NonEmpty as NonEmpty
 from eos.config.definition import OneOf as OneOf
 from eos.config.definition import Range as Range
 from eos.config.definition import Type as Type
+from eos.config.definition import config_class as config_class
+from eos.config.definition import definition_of as definition_of
+from eos.config.definition import fill as fill
+from eos.config.definition import or_none as or_none
+from eos.config.definition import setting as setting
 from eos.errors import ConfigError as ConfigError

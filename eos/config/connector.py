@@ -30,12 +30,18 @@ from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
     ConfigKey,
+    Definition,
     Importance,
     NonEmpty,
     OneOf,
     Range,
     TopicName,
     Type,
+    config_class,
+    definition_of,
+    fill,
+    or_none,
+    setting,
 )
 from eos.config.worker import (
     PRODUCER_CLIENT,
@@ -86,101 +92,33 @@ class ConverterName:
             raise ConfigError(key, value, f"must be {self.allowed}")
 
 
-def _converter(which: str) -> dict[str, Any]:
-    return {
-        "type": Type.STRING,
-        "default": "json",
-        "validator": ConverterName(),
-        "importance": Importance.MEDIUM,
-        "doc": f"How record {which}s become bytes: json, string, bytes, or a converter class "
-        "path (module:Class).",
-        "group": "common",
-    }
+def _converter(which: str) -> Definition:
+    doc = (
+        f"How record {which}s become bytes: json, string, bytes, or a converter class "
+        "path (module:Class)."
+    )
+    return (
+        f"{which}.converter",
+        Type.STRING,
+        "json",
+        ConverterName(),
+        Importance.MEDIUM,
+        doc,
+        "common",
+    )
 
 
-CONNECTOR_CONFIG: Final = (
-    ConfigDef()
-    .define(
-        "name",
-        Type.STRING,
-        NO_DEFAULT,
-        ConnectorName(),
-        Importance.HIGH,
-        "Unique name of the connector; part of its tasks' transactional ids and REST paths.",
-        "common",
-    )
-    .define(
-        "connector.class",
-        Type.STRING,
-        NO_DEFAULT,
-        NonEmpty(),
-        Importance.HIGH,
-        "The connector: an entry-point name (alias) or a class path (module:Class).",
-        "common",
-    )
-    .define(
-        "tasks.max",
-        Type.INT,
-        1,
-        Range(at_least=1),
-        Importance.HIGH,
-        "At most this many tasks run the connector's work.",
-        "common",
-    )
-    .define("key.converter", **_converter("key"))
-    .define("value.converter", **_converter("value"))
-    .define(
-        "exactly.once.support",
-        Type.STRING,
-        "requested",
-        OneOf("requested", "required"),
-        Importance.MEDIUM,
-        "required: creation fails unless the connector declares exactly-once SUPPORTED for "
-        "this configuration; requested: exactly-once whenever the worker has it enabled.",
-        "exactly-once",
-    )
-    .define(
-        "transaction.boundary",
-        Type.STRING,
-        "poll",
-        OneOf("poll", "interval", "connector"),
-        Importance.MEDIUM,
-        "poll: one transaction per non-empty poll batch; interval: one per commit interval; "
-        "connector: the task decides through its TransactionContext.",
-        "exactly-once",
-    )
-    .define(
-        "transaction.boundary.interval.ms",
-        Type.LONG,
-        None,
-        Range(at_least=1),
-        Importance.LOW,
-        "Commit interval with transaction.boundary=interval (default: the worker's "
-        "offset.flush.interval.ms); must be at most half the producer's transaction.timeout.ms.",
-        "exactly-once",
-    )
-    .define(
-        PRODUCER_CLIENT,
-        Type.STRING,
-        None,
-        OneOf("aiokafka", "librdkafka"),
-        Importance.LOW,
-        "The Kafka client of this connector's task producers (default: the worker's "
-        "producer.client): aiokafka or librdkafka (the eos[librdkafka] extra).",
-        "common",
-    )
-    .define(
-        "offsets.storage.topic",
-        Type.STRING,
-        None,
-        TopicName(),
-        Importance.LOW,
-        "A separate offsets topic for this connector (default: the worker's offsets topic).",
-        "exactly-once",
-    )
-)
-"""The framework's connector settings (the table in docs/configuration.md is generated
-from it)."""
+def _converter_value(value: str) -> str:
+    return value.lower() if value.lower() in CONVERTER_ALIASES else value
+
+
+def _required(value: str) -> bool:
+    return value.lower() == "required"
+
+
+def _client_or_none(value: str | None) -> ProducerClientName | None:
+    return check_producer_client(value) if value else None
+
 
 PRODUCER_OVERRIDE: Final = "producer.override."
 CONSUMER_OVERRIDE: Final = "consumer.override."
@@ -198,21 +136,95 @@ _TIMEOUT = "transaction.timeout.ms"
 _INTERVAL = "transaction.boundary.interval.ms"
 
 
-@dataclass(frozen=True)
+@config_class
 class ConnectorConfig:
-    """A connector's parsed framework settings; build with :meth:`from_properties`."""
+    """A connector's parsed framework settings; build with :meth:`from_properties`.
+    Each framework setting is defined once, as the field it fills (in the order
+    docs/configuration.md lists them)."""
 
-    name: str
-    connector_class: str
-    tasks_max: int
-    key_converter: str
-    value_converter: str
-    exactly_once_required: bool
-    transaction_boundary: TransactionBoundaryName
-    transaction_boundary_interval_ms: int | None
-    offsets_topic: str | None
-    producer_client: ProducerClientName | None
+    name: str = setting(
+        "name",
+        Type.STRING,
+        NO_DEFAULT,
+        ConnectorName(),
+        Importance.HIGH,
+        "Unique name of the connector; part of its tasks' transactional ids and REST paths.",
+        "common",
+    )
+    connector_class: str = setting(
+        "connector.class",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "The connector: an entry-point name (alias) or a class path (module:Class).",
+        "common",
+    )
+    tasks_max: int = setting(
+        "tasks.max",
+        Type.INT,
+        1,
+        Range(at_least=1),
+        Importance.HIGH,
+        "At most this many tasks run the connector's work.",
+        "common",
+    )
+    key_converter: str = setting(*_converter("key"), convert=_converter_value)
+    value_converter: str = setting(*_converter("value"), convert=_converter_value)
+    exactly_once_required: bool = setting(
+        "exactly.once.support",
+        Type.STRING,
+        "requested",
+        OneOf("requested", "required"),
+        Importance.MEDIUM,
+        "required: creation fails unless the connector declares exactly-once SUPPORTED for "
+        "this configuration; requested: exactly-once whenever the worker has it enabled.",
+        "exactly-once",
+        convert=_required,
+    )
+    transaction_boundary: TransactionBoundaryName = setting(
+        "transaction.boundary",
+        Type.STRING,
+        "poll",
+        OneOf("poll", "interval", "connector"),
+        Importance.MEDIUM,
+        "poll: one transaction per non-empty poll batch; interval: one per commit interval; "
+        "connector: the task decides through its TransactionContext.",
+        "exactly-once",
+        convert=str.lower,
+    )
+    transaction_boundary_interval_ms: int | None = setting(
+        _INTERVAL,
+        Type.LONG,
+        None,
+        Range(at_least=1),
+        Importance.LOW,
+        "Commit interval with transaction.boundary=interval (default: the worker's "
+        "offset.flush.interval.ms); must be at most half the producer's transaction.timeout.ms.",
+        "exactly-once",
+    )
+    producer_client: ProducerClientName | None = setting(
+        PRODUCER_CLIENT,
+        Type.STRING,
+        None,
+        OneOf("aiokafka", "librdkafka"),
+        Importance.LOW,
+        "The Kafka client of this connector's task producers (default: the worker's "
+        "producer.client): aiokafka or librdkafka (the eos[librdkafka] extra).",
+        "common",
+        convert=_client_or_none,
+    )
     """``producer.client`` of this connector (None: the worker's)."""
+    offsets_topic: str | None = setting(
+        "offsets.storage.topic",
+        Type.STRING,
+        None,
+        TopicName(),
+        Importance.LOW,
+        "A separate offsets topic for this connector (default: the worker's offsets topic).",
+        "exactly-once",
+        convert=or_none,
+    )
     producer_overrides: dict[str, str]
     """``producer.override.*`` without the prefix (and without ``transactional.id``)."""
     consumer_overrides: dict[str, str]
@@ -247,19 +259,9 @@ class ConnectorConfig:
         if connector_def is not None:
             for key in unknown_settings(props, connector_def):
                 log.warning("unknown connector setting", setting=key, connector=v["name"])
-        return cls(
-            name=v["name"],
-            connector_class=v["connector.class"],
-            tasks_max=v["tasks.max"],
-            key_converter=_converter_value(v["key.converter"]),
-            value_converter=_converter_value(v["value.converter"]),
-            exactly_once_required=v["exactly.once.support"].lower() == "required",
-            transaction_boundary=cast(TransactionBoundaryName, v["transaction.boundary"].lower()),
-            transaction_boundary_interval_ms=v[_INTERVAL],
-            offsets_topic=v["offsets.storage.topic"] or None,
-            producer_client=(
-                check_producer_client(v[PRODUCER_CLIENT]) if v[PRODUCER_CLIENT] else None
-            ),
+        return fill(
+            cls,
+            v,
             producer_overrides=_overrides(props, PRODUCER_OVERRIDE),
             consumer_overrides=_overrides(props, CONSUMER_OVERRIDE),
             admin_overrides=_overrides(props, ADMIN_OVERRIDE),
@@ -316,8 +318,9 @@ class ConnectorConfig:
         return topic
 
 
-def _converter_value(value: str) -> str:
-    return value.lower() if value.lower() in CONVERTER_ALIASES else value
+CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig)
+"""The framework's connector settings (the table in docs/configuration.md is generated
+from it)."""
 
 
 def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:

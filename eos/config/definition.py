@@ -7,15 +7,30 @@ values (strings from ``.properties`` files and REST bodies, or native values
 from YAML) into typed values and raises :class:`~eos.errors.ConfigError` naming
 the key, the value and what is allowed. :meth:`ConfigDef.validate` collects every
 problem per key instead (for ``PUT /connector-plugins/{type}/config/validate``).
+
+Settings that fill a typed object are defined once, as the fields of a
+:func:`config_class`: each field names its setting with :func:`setting`,
+:func:`definition_of` collects them into a :class:`ConfigDef` and :func:`fill`
+makes the object from the parsed values::
+
+    @config_class
+    class Settings:
+        topic: str = setting("topic", Type.STRING, NO_DEFAULT, NonEmpty(), doc="Topic.")
+        poll_seconds: float = setting("poll.ms", Type.LONG, 1000, convert=lambda ms: ms / 1000)
+
+    CONFIG_DEF = definition_of(Settings)
+    settings = fill(Settings, CONFIG_DEF.parse(props))
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar, dataclass_transform
 
 from eos.errors import ConfigError
 
@@ -210,6 +225,76 @@ class ConfigDef:
         return sorted(
             k for k in props if k not in self._keys and not any(k.startswith(p) for p in prefixes)
         )
+
+
+# ------------------------------------------------------------ config classes
+
+T = TypeVar("T")
+_SETTING: Final = "eos.config.setting"
+
+Definition = tuple[str, Type, Any, Validator | None, Importance, str, str]
+"""A setting's definition as positional arguments (name, type, default, validator,
+importance, doc, group), for helpers that define several alike: ``setting(*d)``."""
+
+
+@dataclass(frozen=True)
+class _FieldSetting:
+    key: ConfigKey
+    convert: Callable[[Any], Any] | None
+
+
+def setting(
+    name: str,
+    type: Type,
+    default: Any = NO_DEFAULT,
+    /,
+    validator: Validator | None = None,
+    importance: Importance = Importance.MEDIUM,
+    doc: str = "",
+    group: str = "",
+    *,
+    convert: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A field of a :func:`config_class` that the setting ``name`` fills. The setting
+    is defined as by :meth:`ConfigDef.define`; ``convert`` turns its parsed value into
+    the field's (default: the parsed value as it is). The field itself has no default:
+    :func:`fill` always gives it a value."""
+    key = ConfigKey(name, type, default, doc, validator, importance, group)
+    return dataclasses.field(metadata={_SETTING: _FieldSetting(key, convert)})
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(setting, dataclasses.field))
+def config_class(cls: type[T]) -> type[T]:
+    """A frozen dataclass whose :func:`setting` fields define the settings it holds."""
+    return dataclasses.dataclass(frozen=True)(cls)
+
+
+@functools.cache
+def _setting_fields(cls: type) -> tuple[tuple[str, _FieldSetting], ...]:
+    return tuple(
+        (f.name, f.metadata[_SETTING]) for f in dataclasses.fields(cls) if _SETTING in f.metadata
+    )
+
+
+def definition_of(cls: type) -> ConfigDef:
+    """The settings of a :func:`config_class`'s fields, in field order."""
+    return ConfigDef(s.key for _, s in _setting_fields(cls))
+
+
+def fill(cls: Callable[..., T], values: Mapping[str, Any], **others: Any) -> T:
+    """A :func:`config_class` ``cls`` made from ``values`` (parsed by a definition
+    holding its settings, see :meth:`ConfigDef.parse`): each setting field gets its
+    setting's value, converted; ``others`` are the fields no setting fills."""
+    filled = {
+        name: s.convert(values[s.key.name]) if s.convert else values[s.key.name]
+        for name, s in _setting_fields(cls)
+    }
+    return cls(**filled, **others)
+
+
+def or_none(value: Any) -> Any:
+    """``convert`` for an optional setting: an empty value is None."""
+    return value or None
 
 
 # ---------------------------------------------------------------- validators

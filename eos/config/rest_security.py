@@ -21,7 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-from eos.config.definition import ConfigDef, Importance, OneOf, Type
+from eos.config.definition import (
+    ConfigDef,
+    Importance,
+    OneOf,
+    Type,
+    config_class,
+    definition_of,
+    fill,
+    setting,
+)
 from eos.errors import ConfigError
 
 ClientAuth = Literal["none", "requested", "required"]
@@ -46,7 +55,7 @@ _PEM_ONLY = (
     "`openssl pkcs12 -in KS.p12 -nodes -out KS.pem`"
 )
 
-REST_SECURITY_CONFIG: Final = (
+_TLS_CONFIG: Final = (
     ConfigDef()
     .define(
         CERTFILE,
@@ -156,40 +165,7 @@ REST_SECURITY_CONFIG: Final = (
         "(default: listeners.https.ssl.cafile, else the system's CAs).",
         _TLS,
     )
-    .define(
-        AUTH,
-        Type.STRING,
-        None,
-        None,
-        Importance.HIGH,
-        "Authentication of REST requests: none (default), basic (HTTP basic auth against "
-        "rest.auth.basic.credentials.file), or the class path (module:Class) of a provider. "
-        "Internal requests between workers are checked by their signature instead.",
-        _TLS,
-    )
-    .define(
-        BASIC_CREDENTIALS,
-        Type.STRING,
-        None,
-        None,
-        Importance.HIGH,
-        "With rest.auth=basic: a file of user:hashed-password lines (make a line with "
-        "`python -m services.rest.auth USER`); read again when it changes.",
-        _TLS,
-    )
-    .define(
-        METRICS_PROTECTED,
-        Type.BOOLEAN,
-        False,
-        None,
-        Importance.LOW,
-        "With rest.auth set: false (default) leaves GET /metrics on the REST listeners open "
-        "for Prometheus; true requires credentials there too. metrics.listeners is never "
-        "authenticated.",
-        _TLS,
-    )
 )
-"""Every setting of this module (part of the worker's settings)."""
 
 
 @dataclass(frozen=True)
@@ -296,20 +272,55 @@ def _load_cas(context: ssl.SSLContext, key: str, cafile: str | None) -> None:
         raise ConfigError(key, cafile, f"not a PEM file of CA certificates; {_PEM_ONLY}") from exc
 
 
-@dataclass(frozen=True)
+def _provider(value: str | None) -> str | None:
+    return None if value is None or value.strip().lower() in ("", "none") else value
+
+
+@config_class
 class RestAuth:
     """Which provider authenticates REST requests (``None``: none)."""
 
-    provider: str | None = None
-    basic_credentials_file: str | None = None
-    metrics_protected: bool = False
+    provider: str | None = setting(
+        AUTH,
+        Type.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "Authentication of REST requests: none (default), basic (HTTP basic auth against "
+        "rest.auth.basic.credentials.file), or the class path (module:Class) of a provider. "
+        "Internal requests between workers are checked by their signature instead.",
+        _TLS,
+        convert=_provider,
+    )
+    basic_credentials_file: str | None = setting(
+        BASIC_CREDENTIALS,
+        Type.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "With rest.auth=basic: a file of user:hashed-password lines (make a line with "
+        "`python -m services.rest.auth USER`); read again when it changes.",
+        _TLS,
+    )
+    metrics_protected: bool = setting(
+        METRICS_PROTECTED,
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "With rest.auth set: false (default) leaves GET /metrics on the REST listeners open "
+        "for Prometheus; true requires credentials there too. metrics.listeners is never "
+        "authenticated.",
+        _TLS,
+    )
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> RestAuth:
-        provider = values[AUTH]
-        if provider is not None and provider.strip().lower() in ("", "none"):
-            provider = None
-        auth = cls(provider, values[BASIC_CREDENTIALS], values[METRICS_PROTECTED])
-        if provider == "basic" and not auth.basic_credentials_file:
+        auth = fill(cls, values)
+        if auth.provider == "basic" and not auth.basic_credentials_file:
             raise ConfigError(BASIC_CREDENTIALS, None, "required with rest.auth=basic")
         return auth
+
+
+REST_SECURITY_CONFIG: Final = _TLS_CONFIG.merged(definition_of(RestAuth))
+"""Every setting of this module (part of the worker's settings)."""

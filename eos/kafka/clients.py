@@ -105,6 +105,17 @@ _SSL_KEYS = {
     "ssl.password": "password",
     "ssl.key.password": "password",
 }
+_COMMON_EXTRA = {"sasl.jaas.config"}
+
+
+def is_common_client_setting(key: str) -> bool:
+    """Whether ``key`` is a Kafka client setting that every client takes (the common
+    layer of :class:`ClientConfig`: ``bootstrap.servers``, ``security.protocol``,
+    ``sasl.*`` and ``ssl.*`` settings …), as opposed to a producer's, consumer's or
+    admin client's own."""
+    return key in _COMMON or key in _SSL_KEYS or key in _COMMON_EXTRA
+
+
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 # Properties that only matter to the Java clients and are harmless to drop silently.
 _IGNORED_SILENTLY = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
@@ -127,8 +138,7 @@ class ClientConfig:
     def from_properties(cls, props: Mapping[str, str]) -> ClientConfig:
         """Split flat worker-style properties: ``producer.*``, ``consumer.*`` and
         ``admin.*`` go to their layer; Kafka client names at the top level are common."""
-        known = set(_COMMON) | set(_SSL_KEYS) | {"sasl.jaas.config"}
-        common = {k: v for k, v in props.items() if k in known}
+        common = {k: v for k, v in props.items() if is_common_client_setting(k)}
         layers: dict[str, dict[str, str]] = {"producer": {}, "consumer": {}, "admin": {}}
         for key, value in props.items():
             prefix, _, rest = key.partition(".")

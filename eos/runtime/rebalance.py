@@ -49,9 +49,7 @@ def plan_round(
             )
             for m in members
         }
-    running = EMPTY
-    for member in members:
-        running = running | member.owned
+    running = Assignment.union(m.owned for m in members)
     plans: dict[str, MemberPlan] = {}
     for member in members:
         goal = target.get(member.member_id, EMPTY)

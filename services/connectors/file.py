@@ -49,6 +49,10 @@ from eos.api import (
     SourceTask,
     SourceTaskContext,
     Type,
+    config_class,
+    definition_of,
+    fill,
+    setting,
 )
 
 log = logging.getLogger(__name__)
@@ -75,10 +79,17 @@ class _LineEncoding:
             raise ConfigError(key, value, f"expected {self.allowed}")
 
 
-CONFIG_DEF = (
-    ConfigDef()
-    .define("topic", Type.STRING, NO_DEFAULT, NonEmpty(), Importance.HIGH, "Topic to write to.")
-    .define(
+@config_class
+class Settings:
+    topic: str = setting(
+        "topic",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "Topic to write to.",
+    )
+    pattern: str = setting(
         "path",
         Type.STRING,
         NO_DEFAULT,
@@ -86,39 +97,39 @@ CONFIG_DEF = (
         Importance.HIGH,
         "Glob pattern of the files to read, e.g. /data/*.log (** matches subdirectories).",
     )
-    .define(
+    poll_interval: float = setting(
         "poll.interval.ms",
         Type.LONG,
         1000,
         Range(at_least=1),
         Importance.MEDIUM,
         "How often to look for new files and new lines.",
+        convert=lambda ms: ms / 1000,
     )
-    .define("batch.size", Type.INT, 1000, Range(at_least=1), Importance.LOW, "Most lines per poll.")
-    .define(
-        "encoding", Type.STRING, "utf-8", _LineEncoding(), Importance.LOW, "Encoding of the files."
+    """Seconds."""
+    batch_size: int = setting(
+        "batch.size",
+        Type.INT,
+        1000,
+        Range(at_least=1),
+        Importance.LOW,
+        "Most lines per poll.",
     )
-)
-
-
-@dataclass(frozen=True)
-class Settings:
-    topic: str
-    pattern: str
-    poll_interval: float  # seconds
-    batch_size: int
-    encoding: str
+    encoding: str = setting(
+        "encoding",
+        Type.STRING,
+        "utf-8",
+        _LineEncoding(),
+        Importance.LOW,
+        "Encoding of the files.",
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> Settings:
-        values = CONFIG_DEF.parse(config)
-        return cls(
-            topic=values["topic"],
-            pattern=values["path"],
-            poll_interval=values["poll.interval.ms"] / 1000,
-            batch_size=values["batch.size"],
-            encoding=values["encoding"],
-        )
+        return fill(cls, CONFIG_DEF.parse(config))
+
+
+CONFIG_DEF = definition_of(Settings)
 
 
 def owner_of(path: str, tasks: int) -> int:

@@ -59,7 +59,6 @@ import heapq
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -81,6 +80,10 @@ from eos.api import (
     SourceTaskContext,
     TransactionContext,
     Type,
+    config_class,
+    definition_of,
+    fill,
+    setting,
 )
 
 TASK_ID = "task.id"
@@ -95,10 +98,20 @@ runtime cancels a waiting poll when the task is stopped, so this adds no latency
 _EARLY = 0.01
 """Of a record's interval: how early a record may go (see ``_allowance``)."""
 
-CONFIG_DEF = (
-    ConfigDef()
-    .define("topic", Type.STRING, NO_DEFAULT, NonEmpty(), Importance.HIGH, "Topic to write to.")
-    .define(
+
+@config_class
+class Settings:
+    """The parsed settings of the connector and its tasks."""
+
+    topic: str = setting(
+        "topic",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "Topic to write to.",
+    )
+    partitions_per_task: int = setting(
         "partitions.per.task",
         Type.INT,
         1,
@@ -106,7 +119,7 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         'Source partitions per task; task i owns "i-0" … "i-<n-1>".',
     )
-    .define(
+    records_per_partition: int = setting(
         "records.per.partition",
         Type.LONG,
         0,
@@ -114,7 +127,7 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Records per source partition, then the partition idles; 0 = endless.",
     )
-    .define(
+    throughput: float = setting(
         "throughput",
         Type.DOUBLE,
         0.0,
@@ -122,7 +135,7 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Records per second per task; 0 = as fast as possible.",
     )
-    .define(
+    record_bytes: int = setting(
         "record.bytes",
         Type.INT,
         0,
@@ -130,7 +143,7 @@ CONFIG_DEF = (
         Importance.LOW,
         'Pad each JSON value with a "pad" string to about this many bytes; 0 = no padding.',
     )
-    .define(
+    batch_size: int = setting(
         "batch.size",
         Type.INT,
         500,
@@ -138,7 +151,7 @@ CONFIG_DEF = (
         Importance.LOW,
         "Most records returned by one poll.",
     )
-    .define(
+    commit_every: int = setting(
         "commit.every.records",
         Type.INT,
         0,
@@ -147,7 +160,7 @@ CONFIG_DEF = (
         "With transaction.boundary=connector: records per transaction, counted by the "
         "task-wide index (see the module documentation); 0 = commit after every poll batch.",
     )
-    .define(
+    abort_every: int = setting(
         "abort.every.transactions",
         Type.INT,
         0,
@@ -156,7 +169,7 @@ CONFIG_DEF = (
         "With transaction.boundary=connector: abort every n-th transaction instead of "
         "committing it; 0 = never. Needs commit.every.records > 0.",
     )
-    .define(
+    output: str = setting(
         "output",
         Type.STRING,
         RECORDS,
@@ -166,23 +179,8 @@ CONFIG_DEF = (
         "per source partition and poll, keys and values already the bytes the json "
         "converters write (the same topic content, no Python object or delivery report "
         "per record; needs key.converter and value.converter json).",
+        convert=str.lower,
     )
-)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The parsed settings of the connector and its tasks."""
-
-    topic: str
-    partitions_per_task: int
-    records_per_partition: int
-    throughput: float
-    record_bytes: int
-    batch_size: int
-    commit_every: int
-    abort_every: int
-    output: str = RECORDS
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> Settings:
@@ -190,17 +188,10 @@ class Settings:
         values = CONFIG_DEF.parse(config)
         for problem in _cross_check(values, config):
             raise problem
-        return cls(
-            topic=values["topic"],
-            partitions_per_task=values["partitions.per.task"],
-            records_per_partition=values["records.per.partition"],
-            throughput=values["throughput"],
-            record_bytes=values["record.bytes"],
-            batch_size=values["batch.size"],
-            commit_every=values["commit.every.records"],
-            abort_every=values["abort.every.transactions"],
-            output=values["output"].lower(),
-        )
+        return fill(cls, values)
+
+
+CONFIG_DEF = definition_of(Settings)
 
 
 def _cross_check(values: Mapping[str, Any], config: Mapping[str, Any]) -> list[ConfigError]:

@@ -3,6 +3,7 @@ sticky balance, and "everything to one member"."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -35,10 +36,17 @@ def sticky_share(
     quota = {m: share + (1 if rank < extra else 0) for rank, m in enumerate(ranked)}
     result = {m: held[m][: quota[m]] for m in members}
     placed = {i for kept in result.values() for i in kept}
-    for item in (i for i in items if i not in placed):
-        open_ = (m for m in members if len(result[m]) < quota[m])
-        target = min(open_, key=lambda m: (len(result[m]), m))
+    # The members with room, least loaded first (ties by member id): a heap, since a
+    # scan of every member per item took 250 ms at 100 members x 11 000 items.
+    open_ = [(len(result[m]), m) for m in members if len(result[m]) < quota[m]]
+    heapq.heapify(open_)
+    for item in items:
+        if item in placed:
+            continue
+        count, target = heapq.heappop(open_)
         result[target].append(item)
+        if count + 1 < quota[target]:
+            heapq.heappush(open_, (count + 1, target))
     return result
 
 

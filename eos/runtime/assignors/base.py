@@ -21,12 +21,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class TaskId:
-    """A task of a connector; task numbers start at 0."""
+class TaskId(NamedTuple):
+    """A task of a connector; task numbers start at 0.
+
+    A named tuple, not a dataclass: a leader hashes, compares and sorts tens of
+    thousands of them a rebalance, and a tuple does that in C (at 10 000 tasks the
+    dataclass's generated ``__hash__`` and ``__lt__`` took half the round; see
+    ``bench/assignors.py``)."""
 
     connector: str
     task: int
@@ -45,6 +49,15 @@ class Assignment:
     @classmethod
     def of(cls, connectors: Iterable[str] = (), tasks: Iterable[TaskId] = ()) -> Assignment:
         return cls(frozenset(connectors), frozenset(tasks))
+
+    @classmethod
+    def union(cls, assignments: Iterable[Assignment]) -> Assignment:
+        """Everything any of ``assignments`` holds (one pass, not a chain of ``|``)."""
+        listed = list(assignments)
+        return cls(
+            frozenset().union(*(a.connectors for a in listed)),
+            frozenset().union(*(a.tasks for a in listed)),
+        )
 
     def __len__(self) -> int:
         return len(self.connectors) + len(self.tasks)

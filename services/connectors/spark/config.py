@@ -10,10 +10,20 @@ so an error always names the setting to fix.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from eos.api import ConfigDef, ConfigError, Importance, OneOf, Range, Type
+from eos.api import (
+    ConfigDef,
+    ConfigError,
+    Importance,
+    OneOf,
+    Range,
+    Type,
+    config_class,
+    definition_of,
+    fill,
+    setting,
+)
 
 FILE_FORMATS = ("parquet", "csv", "json", "orc")
 OPTIONS_PREFIX = "options."
@@ -26,115 +36,8 @@ CHANGE_SOURCES = ("table", "path", "tables")
 TABLES = "tables.assigned"
 """Task setting: the tables (names or paths) one task of a changes mode reads."""
 
-CONFIG_DEF = (
+_COMBINED = (
     ConfigDef()
-    .define(
-        "mode",
-        Type.STRING,
-        "files",
-        OneOf("files", "table", *CHANGE_MODES),
-        Importance.HIGH,
-        "files: every row of every file under `path`, each file once; "
-        "table: rows of a table, path or query above the last `incrementing.column` value; "
-        "delta-changes / iceberg-changes: every change of a Delta / Iceberg table, "
-        "version by version (docs/lakehouse.md).",
-    )
-    .define("topic", Type.STRING, "", None, Importance.HIGH, "Topic to write to.")
-    .define(
-        "topic.column",
-        Type.STRING,
-        "",
-        None,
-        Importance.MEDIUM,
-        "Column whose value names each row's topic (instead of `topic`).",
-    )
-    .define(
-        "key.columns",
-        Type.LIST,
-        "",
-        None,
-        Importance.MEDIUM,
-        "Columns forming the record key: one column gives its value, several an object.",
-    )
-    .define(
-        "timestamp.column",
-        Type.STRING,
-        "",
-        None,
-        Importance.LOW,
-        "Timestamp or date column (or epoch milliseconds) used as the record timestamp.",
-    )
-    .define(
-        "path",
-        Type.STRING,
-        "",
-        None,
-        Importance.HIGH,
-        "Files mode: a Hadoop/Spark path (local dir, file:, s3a:, hdfs:; globs allowed). "
-        "Table mode: a path read with `format`.",
-    )
-    .define(
-        "format",
-        Type.STRING,
-        "parquet",
-        None,
-        Importance.HIGH,
-        "Files mode: parquet, csv, json or orc. Table mode with `path`: any Spark format.",
-    )
-    .define(
-        "schema",
-        Type.STRING,
-        "",
-        None,
-        Importance.MEDIUM,
-        "Optional DDL schema (e.g. `id BIGINT, name STRING`); recommended for csv and json "
-        "so that every file is read with the same types.",
-    )
-    .define(
-        "poll.interval.ms",
-        Type.LONG,
-        5000,
-        Range(at_least=1),
-        Importance.MEDIUM,
-        "How often to look for new files (files mode) or new rows (table mode).",
-    )
-    .define(
-        "batch.rows",
-        Type.INT,
-        10000,
-        Range(at_least=1),
-        Importance.MEDIUM,
-        "Most rows returned by one poll (one transaction with transaction.boundary=poll).",
-    )
-    .define(
-        "max.buffered.rows",
-        Type.INT,
-        100000,
-        Range(at_least=4),
-        Importance.MEDIUM,
-        "Most rows a task holds in Python at once; Spark hands a file over in pieces of "
-        "about this many rows.",
-    )
-    .define("table", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark table name.")
-    .define("query", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark SQL query.")
-    .define(
-        "incrementing.column",
-        Type.STRING,
-        "",
-        None,
-        Importance.HIGH,
-        "Table mode: the column whose values increase with every new row.",
-    )
-    .define(
-        "incrementing.column.unique",
-        Type.BOOLEAN,
-        False,
-        None,
-        Importance.HIGH,
-        "Table mode: declare that `incrementing.column` is unique and strictly increasing "
-        "(a new row never gets a value at or below one already present); "
-        "only then is exactly-once delivery guaranteed.",
-    )
     .define(
         "tables",
         Type.LIST,
@@ -164,51 +67,21 @@ CONFIG_DEF = (
         "first snapshot), `latest` (only snapshots committed after the task starts) or a "
         "snapshot id (its changes are read, and those of every later snapshot).",
     )
-    .define(
-        "changelog",
-        Type.BOOLEAN,
-        False,
-        None,
-        Importance.HIGH,
-        "mode=iceberg-changes: false reads appended rows only (incremental append scan); "
-        "true reads Iceberg's changelog: inserts, deletes and updates.",
-    )
-    .define(
-        "change.metadata",
-        Type.STRING,
-        "headers",
-        OneOf("headers", "fields"),
-        Importance.MEDIUM,
-        "Changes modes: `_change_type`, `_commit_version`, `_commit_timestamp` as record "
-        "headers or as fields of the value.",
-    )
-    .define(
-        "update.preimages",
-        Type.BOOLEAN,
-        False,
-        None,
-        Importance.MEDIUM,
-        "Changes modes: also write `update_preimage` rows (the row before an update).",
-    )
-    .define(
-        "deletes",
-        Type.STRING,
-        "row",
-        OneOf("row", "tombstone"),
-        Importance.MEDIUM,
-        "Changes modes: a deleted row becomes a record with the row (`row`) or a "
-        "tombstone, a null value for its key (`tombstone`, needs `key.columns`).",
-    )
-    .define(
-        "transaction.max.rows",
-        Type.INT,
-        100000,
-        Range(at_least=1),
-        Importance.MEDIUM,
-        "Changes modes with transaction.boundary=connector: a table version is one Kafka "
-        "transaction unless it has more rows than this; then one per this many rows.",
-    )
 )
+"""Changes-mode settings that are combined with others into one field
+(:attr:`SparkSourceSettings.tables`, :attr:`SparkSourceSettings.starting`)."""
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000
+
+
+def _is_fields(value: str) -> bool:
+    return value.lower() == "fields"
+
+
+def _is_tombstone(value: str) -> bool:
+    return value.lower() == "tombstone"
 
 
 def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -277,37 +150,198 @@ def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-@dataclass(frozen=True)
+@config_class
 class SparkSourceSettings:
-    mode: str
-    topic: str
-    topic_column: str
-    key_columns: tuple[str, ...]
-    timestamp_column: str
-    path: str
-    format: str
-    schema: str
+    mode: str = setting(
+        "mode",
+        Type.STRING,
+        "files",
+        OneOf("files", "table", *CHANGE_MODES),
+        Importance.HIGH,
+        "files: every row of every file under `path`, each file once; "
+        "table: rows of a table, path or query above the last `incrementing.column` value; "
+        "delta-changes / iceberg-changes: every change of a Delta / Iceberg table, "
+        "version by version (docs/lakehouse.md).",
+        convert=str.lower,
+    )
+    topic: str = setting(
+        "topic",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Topic to write to.",
+    )
+    topic_column: str = setting(
+        "topic.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Column whose value names each row's topic (instead of `topic`).",
+    )
+    key_columns: tuple[str, ...] = setting(
+        "key.columns",
+        Type.LIST,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Columns forming the record key: one column gives its value, several an object.",
+        convert=tuple,
+    )
+    timestamp_column: str = setting(
+        "timestamp.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "Timestamp or date column (or epoch milliseconds) used as the record timestamp.",
+    )
+    path: str = setting(
+        "path",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Files mode: a Hadoop/Spark path (local dir, file:, s3a:, hdfs:; globs allowed). "
+        "Table mode: a path read with `format`.",
+    )
+    format: str = setting(
+        "format",
+        Type.STRING,
+        "parquet",
+        None,
+        Importance.HIGH,
+        "Files mode: parquet, csv, json or orc. Table mode with `path`: any Spark format.",
+        convert=str.lower,
+    )
+    schema: str = setting(
+        "schema",
+        Type.STRING,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Optional DDL schema (e.g. `id BIGINT, name STRING`); recommended for csv and json "
+        "so that every file is read with the same types.",
+    )
+    poll_interval: float = setting(
+        "poll.interval.ms",
+        Type.LONG,
+        5000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "How often to look for new files (files mode) or new rows (table mode).",
+        convert=_seconds,
+    )
+    """Seconds."""
+    batch_rows: int = setting(
+        "batch.rows",
+        Type.INT,
+        10000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "Most rows returned by one poll (one transaction with transaction.boundary=poll).",
+    )
+    max_buffered_rows: int = setting(
+        "max.buffered.rows",
+        Type.INT,
+        100000,
+        Range(at_least=4),
+        Importance.MEDIUM,
+        "Most rows a task holds in Python at once; Spark hands a file over in pieces of "
+        "about this many rows.",
+    )
+    table: str = setting(
+        "table",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Table mode: a Spark table name.",
+    )
+    query: str = setting(
+        "query",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Table mode: a Spark SQL query.",
+    )
+    incrementing_column: str = setting(
+        "incrementing.column",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Table mode: the column whose values increase with every new row.",
+    )
+    incrementing_unique: bool = setting(
+        "incrementing.column.unique",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.HIGH,
+        "Table mode: declare that `incrementing.column` is unique and strictly increasing "
+        "(a new row never gets a value at or below one already present); "
+        "only then is exactly-once delivery guaranteed.",
+    )
+    changelog: bool = setting(
+        "changelog",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.HIGH,
+        "mode=iceberg-changes: false reads appended rows only (incremental append scan); "
+        "true reads Iceberg's changelog: inserts, deletes and updates.",
+    )
+    metadata_in_value: bool = setting(
+        "change.metadata",
+        Type.STRING,
+        "headers",
+        OneOf("headers", "fields"),
+        Importance.MEDIUM,
+        "Changes modes: `_change_type`, `_commit_version`, `_commit_timestamp` as record "
+        "headers or as fields of the value.",
+        convert=_is_fields,
+    )
+    preimages: bool = setting(
+        "update.preimages",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.MEDIUM,
+        "Changes modes: also write `update_preimage` rows (the row before an update).",
+    )
+    tombstones: bool = setting(
+        "deletes",
+        Type.STRING,
+        "row",
+        OneOf("row", "tombstone"),
+        Importance.MEDIUM,
+        "Changes modes: a deleted row becomes a record with the row (`row`) or a "
+        "tombstone, a null value for its key (`tombstone`, needs `key.columns`).",
+        convert=_is_tombstone,
+    )
+    transaction_max_rows: int = setting(
+        "transaction.max.rows",
+        Type.INT,
+        100000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "Changes modes with transaction.boundary=connector: a table version is one Kafka "
+        "transaction unless it has more rows than this; then one per this many rows.",
+    )
+    # What no single setting gives:
     options: dict[str, str]
-    poll_interval: float  # seconds
-    batch_rows: int
-    max_buffered_rows: int
-    table: str
-    query: str
-    incrementing_column: str
-    incrementing_unique: bool
+    """``options.*`` without the prefix."""
     task_index: int
     task_count: int
-    tables: tuple[str, ...] = ()
+    tables: tuple[str, ...]
     """Changes modes: the tables this task reads (from ``table``, ``path`` or ``tables``;
     a task's share with :data:`TABLES`)."""
-    starting: str = "earliest"
+    starting: str
     """``starting.version`` or ``start.snapshot.id``, by mode."""
-    changelog: bool = False
-    metadata_in_value: bool = False
-    preimages: bool = False
-    tombstones: bool = False
-    transaction_max_rows: int = 100000
-    json_converters: bool = True
+    json_converters: bool
     """Both the connector's ``key.converter`` and ``value.converter`` are ``json``:
     Spark may write the records' JSON itself (see :mod:`.mapping`)."""
 
@@ -322,35 +356,16 @@ class SparkSourceSettings:
             for k, v in props.items()
             if k.startswith(OPTIONS_PREFIX) and len(k) > len(OPTIONS_PREFIX)
         }
-        mode = values["mode"].lower()
-        return cls(
-            mode=mode,
-            topic=values["topic"],
-            topic_column=values["topic.column"],
-            key_columns=tuple(values["key.columns"]),
-            timestamp_column=values["timestamp.column"],
-            path=values["path"],
-            format=values["format"].lower(),
-            schema=values["schema"],
+        iceberg = values["mode"].lower() == "iceberg-changes"
+        start_key = "start.snapshot.id" if iceberg else "starting.version"
+        return fill(
+            cls,
+            values,
             options=options,
-            poll_interval=values["poll.interval.ms"] / 1000,
-            batch_rows=values["batch.rows"],
-            max_buffered_rows=values["max.buffered.rows"],
-            table=values["table"],
-            query=values["query"],
-            incrementing_column=values["incrementing.column"],
-            incrementing_unique=values["incrementing.column.unique"],
             task_index=int(props.get(TASK_INDEX, 0)),
-            tables=_tables(props, values),
-            starting=str(
-                values["start.snapshot.id" if mode == "iceberg-changes" else "starting.version"]
-            ).strip(),
-            changelog=values["changelog"],
-            metadata_in_value=values["change.metadata"].lower() == "fields",
-            preimages=values["update.preimages"],
-            tombstones=values["deletes"].lower() == "tombstone",
-            transaction_max_rows=values["transaction.max.rows"],
             task_count=int(props.get(TASK_COUNT, 1)),
+            tables=_tables(props, values),
+            starting=str(values[start_key]).strip(),
             json_converters=all(
                 str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
                 for which in ("key", "value")
@@ -368,6 +383,10 @@ class SparkSourceSettings:
         batches (a quarter each) and two chunks are held at the same time (files mode
         reads ahead, see :class:`~.files_mode.FilesReader`)."""
         return max(1, min(self.batch_rows, self.max_buffered_rows // 4))
+
+
+CONFIG_DEF = definition_of(SparkSourceSettings).merged(_COMBINED)
+"""Every SparkSource setting."""
 
 
 def _tables(props: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, ...]:
