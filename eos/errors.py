@@ -14,6 +14,8 @@ that *this instance* has been superseded (``zombie``)::
     ├── FencedError                  this producer/task/leader is a zombie: stop, never retry
     ├── TaskError                    a task cannot go on; it is FAILED with this message
     │   ├── ConversionError          a record could not be converted or sent
+    │   │   └── DataError            a value does not fit its schema (Connect's DataException)
+    │   │       └── SchemaBuilderError  a schema cannot be built as asked
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
@@ -106,6 +108,17 @@ class TaskError(EosError):
 class ConversionError(TaskError):
     """A record could not be converted or sent; the message names its source
     partition and offset."""
+
+
+class DataError(ConversionError):
+    """A value does not fit its :class:`~eos.api.schema.Schema` (or a schema is used
+    where it cannot be): raised by ``Struct.put``/``validate``, ``validate_value`` and
+    the converters. The message says what is wrong and where (Connect's DataException)."""
+
+
+class SchemaBuilderError(DataError):
+    """A :class:`~eos.api.schema.SchemaBuilder` call that cannot be honoured (an
+    attribute set twice, fields on a non-STRUCT type, an invalid default)."""
 
 
 class TransactionTimedOut(TaskError):
