@@ -74,10 +74,27 @@ _CLASS_PATH = re.compile(rf"{_DOTTED}:{_DOTTED}|{_IDENT}(?:\.{_IDENT})+")
 CONVERTER_ALIASES: Final = ("json", "string", "bytes")
 
 
+class ConverterSetting(str):
+    """A converter's name as ``key.converter``/``value.converter`` give it, carrying its
+    own settings (the ``key.converter.*``/``value.converter.*`` properties without the
+    prefix, as Connect passes them to ``configure``) and whether it converts keys."""
+
+    props: Mapping[str, str]
+    is_key: bool
+
+    def __new__(cls, name: str, props: Mapping[str, str], is_key: bool) -> ConverterSetting:
+        setting = super().__new__(cls, name)
+        setting.props, setting.is_key = dict(props), is_key
+        return setting
+
+
 class ConverterName:
     """``json``, ``string``, ``bytes``, or a class path ``module:Class`` / ``module.Class``."""
 
-    allowed = "json, string, bytes, or a class path such as my.module:MyConverter"
+    allowed = (
+        "json, string, bytes, or a class name such as "
+        "io.confluent.connect.avro.AvroConverter or my.module:MyConverter"
+    )
 
     def __call__(self, key: str, value: Any) -> None:
         if value is None or value.lower() in CONVERTER_ALIASES:
@@ -92,8 +109,9 @@ def _converter(which: str) -> dict[str, Any]:
         "default": "json",
         "validator": ConverterName(),
         "importance": Importance.MEDIUM,
-        "doc": f"How record {which}s become bytes: json, string, bytes, or a converter class "
-        "path (module:Class).",
+        "doc": f"How record {which}s become bytes: json, string, bytes, Kafka Connect's or "
+        "Confluent's converter class name, or a converter class "
+        f"path (module:Class); its settings are the {which}.converter.* properties.",
         "group": "common",
     }
 
@@ -205,8 +223,8 @@ class ConnectorConfig:
     name: str
     connector_class: str
     tasks_max: int
-    key_converter: str
-    value_converter: str
+    key_converter: ConverterSetting
+    value_converter: ConverterSetting
     exactly_once_required: bool
     transaction_boundary: TransactionBoundaryName
     transaction_boundary_interval_ms: int | None
@@ -251,8 +269,8 @@ class ConnectorConfig:
             name=v["name"],
             connector_class=v["connector.class"],
             tasks_max=v["tasks.max"],
-            key_converter=_converter_value(v["key.converter"]),
-            value_converter=_converter_value(v["value.converter"]),
+            key_converter=_converter_value(v["key.converter"], props, "key"),
+            value_converter=_converter_value(v["value.converter"], props, "value"),
             exactly_once_required=v["exactly.once.support"].lower() == "required",
             transaction_boundary=cast(TransactionBoundaryName, v["transaction.boundary"].lower()),
             transaction_boundary_interval_ms=v[_INTERVAL],
@@ -316,8 +334,11 @@ class ConnectorConfig:
         return topic
 
 
-def _converter_value(value: str) -> str:
-    return value.lower() if value.lower() in CONVERTER_ALIASES else value
+def _converter_value(value: str, props: Mapping[str, str], which: str) -> ConverterSetting:
+    name = value.lower() if value.lower() in CONVERTER_ALIASES else value
+    prefix = f"{which}.converter."
+    own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
+    return ConverterSetting(name, own, which == "key")
 
 
 def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:
@@ -422,4 +443,5 @@ def valid_choice(props: Mapping[str, str], name: str) -> str | None:
 def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list[str]:
     """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
     own definition (``config_def()``) defines."""
-    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, CONNECTOR_PREFIXES)
+    prefixes = (*CONNECTOR_PREFIXES, "key.converter.", "value.converter.")
+    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, prefixes)
