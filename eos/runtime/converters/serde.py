@@ -162,8 +162,10 @@ class RegistryConverter(SchemaConverter):
         subject's latest schema to write with, under ``use.latest.version``)."""
         raise NotImplementedError
 
-    def register_references(self, translated: Translated) -> None:
-        """Register what ``translated`` imports (Protobuf's dependencies)."""
+    def with_references(self, translated: Translated) -> RegistrySchema:
+        """The schema to register, once what it imports is registered (Protobuf's
+        dependencies; nothing for the other formats)."""
+        return translated.registry_schema
 
     def writer(self, topic: str, schema: Schema) -> Writer:
         found = self._writers.get((topic, schema))
@@ -182,9 +184,8 @@ class RegistryConverter(SchemaConverter):
             registered = client.latest(subject)
             schema_id, latest = registered.schema_id, registered.schema
         else:
-            self.register_references(translated)
             register = client.register if self.auto_register else client.lookup
-            schema_id = register(subject, translated.registry_schema)
+            schema_id = register(subject, self.with_references(translated))
         header = wire_header(schema_id, translated.message_indexes)
         return Writer(header, self.encoder(translated, latest), translated)
 
