@@ -154,11 +154,17 @@ class RegistryState:
     """``memory`` or ``kafkasql``."""
     bootstrap_servers: str | None = None
     pid: int = 0
+    tls_port: int | None = None
+    """The HTTPS port, when started with a certificate (the HTTP port stays open too)."""
 
     @property
     def url(self) -> str:
         """The Confluent-compatible API: what converters take as ``schema.registry.url``."""
         return f"http://127.0.0.1:{self.port}{CCOMPAT_PATH}"
+
+    @property
+    def https_url(self) -> str | None:
+        return f"https://localhost:{self.tls_port}{CCOMPAT_PATH}" if self.tls_port else None
 
     @property
     def log_file(self) -> Path:
@@ -213,10 +219,15 @@ class DevRegistry:
         *,
         storage: str = "memory",
         bootstrap_servers: str | None = None,
+        tls: tuple[Path, Path] | None = None,
+        compatibility: str = "BACKWARD",
         timeout: float = 120.0,
     ) -> RegistryState:
         """Start the registry (``storage`` memory or kafkasql; kafkasql without
-        ``bootstrap_servers`` uses the running dev broker)."""
+        ``bootstrap_servers`` uses the running dev broker). ``tls`` = (certificate, key)
+        PEM files also opens an HTTPS port (:attr:`RegistryState.https_url`). The global
+        ``compatibility`` is set as Confluent Schema Registry's default (Apicurio's own is
+        NONE, which refuses nothing)."""
         self._check_data_dir()
         live = self.running()
         if live is not None:
@@ -227,14 +238,17 @@ class DevRegistry:
             bootstrap_servers = _dev_kafka_bootstrap()
         java = find_java()
         home = assemble()
-        port, management = (port, port + 1) if port else tuple(free_ports(2))
+        port, management, tls_port = (port, port + 1, port + 2) if port else free_ports(3)
         state = RegistryState(VERSION, str(self.data_dir), port, management, storage,
-                              bootstrap_servers if storage == "kafkasql" else None)  # fmt: skip
+                              bootstrap_servers if storage == "kafkasql" else None,
+                              tls_port=tls_port if tls else None)  # fmt: skip
         self._prepare_dir()
-        state.pid = self._launch(state, java, home)
+        state.pid = self._launch(state, java, home, tls)
         state.save()
         try:
             _wait_ready(state, timeout)
+            httpx.put(f"{state.url}/config", json={"compatibility": compatibility},
+                      timeout=10.0).raise_for_status()  # fmt: skip
         except BaseException:
             self.stop()
             raise
@@ -258,8 +272,10 @@ class DevRegistry:
         )
         (self.data_dir / LOG_FILE).unlink(missing_ok=True)
 
-    def _launch(self, state: RegistryState, java: Path, home: Path) -> int:
-        props = {
+    def _launch(
+        self, state: RegistryState, java: Path, home: Path, tls: tuple[Path, Path] | None
+    ) -> int:
+        props: dict[str, object] = {
             "quarkus.http.host": "127.0.0.1",
             "quarkus.http.port": state.port,
             "quarkus.management.host": "127.0.0.1",
@@ -267,6 +283,10 @@ class DevRegistry:
             "quarkus.otel.enabled": "false",
             "quarkus.log.console.json": "false",
         }
+        if tls is not None:
+            props["quarkus.http.ssl-port"] = state.tls_port
+            props["quarkus.http.ssl.certificate.files"] = tls[0].resolve()
+            props["quarkus.http.ssl.certificate.key-files"] = tls[1].resolve()
         if state.storage == "kafkasql":
             props["apicurio.storage.kind"] = "kafkasql"
             props["apicurio.kafkasql.bootstrap.servers"] = state.bootstrap_servers
