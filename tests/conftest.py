@@ -159,7 +159,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for name, kafka in _clusters.items():
             for node_id, tail in kafka.logs(60):
                 report.sections.append((f"broker log {name}/{node_id} (tail)", tail))  # type: ignore[attr-defined]
-    if report.failed:
+    if report.failed:  # type: ignore[attr-defined]
         for registry in _registries:
             report.sections.append(("registry log (tail)", registry.log_tail(40)))  # type: ignore[attr-defined]
     return report
