@@ -1,7 +1,7 @@
 """The converter interface (Connect's ``Converter``, from Connect data to bytes) and what
 every built-in converter shares.
 
-Call order: ``configure(props, is_key)`` once, with the connector's ``key.converter.*`` or
+Call order: ``configure(props, is_key)`` once, ``close()`` when the task is done, with the connector's ``key.converter.*`` or
 ``value.converter.*`` settings without the prefix; then, per record,
 ``from_connect_data(topic, schema, value, headers)`` → the bytes to write, or None for a
 Kafka null; or, per block of rows sharing a schema, ``from_connect_block(topic, schema,
@@ -55,6 +55,9 @@ class SchemaConverter:
         """Every row of a block's column (values of ``schema``), one call per row here."""
         convert = self.from_connect_data
         return [convert(topic, schema, value) for value in column_values(schema, column)]
+
+    def close(self) -> None:
+        """Release what the converter holds (a registry converter's HTTP connections)."""
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         """A record without a declared schema: a Struct's own schema, else none."""

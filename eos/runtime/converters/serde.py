@@ -154,6 +154,10 @@ class RegistryConverter(SchemaConverter):
         self.subject_name = subject_strategy(props, is_key)
         self._writers.clear()
 
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
     def translate(self, schema: Schema) -> Translated:
         raise NotImplementedError
 
