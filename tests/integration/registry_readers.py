@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import google.protobuf
+import google.protobuf  # type: ignore[import-untyped]
 import grpc_tools
 import httpx
 from confluent_kafka.schema_registry import SchemaRegistryClient

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,8 @@ VALUES: dict[str, Any] = {
     "b": True, "s": "héllo ✓", "by": b"\x00\xff", "arr": ["x", "y"], "m": {"a": 1, "b": -2},
     "mi": {7: "seven"}, "st": Struct(INNER, {"a": 5, "o": "inner"}),
     "dec": decimal.Decimal("-12345.67"), "d": datetime.date(2024, 2, 29),
-    "t": datetime.time(23, 59, 58, 999000), "ts": datetime.datetime(2024, 2, 29, 12, 1, 2, 345000, UTC),
+    "t": datetime.time(23, 59, 58, 999000),
+    "ts": datetime.datetime(2024, 2, 29, 12, 1, 2, 345000, UTC),
     "opt": None, "opt_s": "set",
 }  # fmt: skip
 ROW = Struct(ALL, VALUES)
@@ -85,8 +86,10 @@ def topic() -> str:
     return f"formats-{uuid.uuid4().hex[:8]}"
 
 
-def converter(name: str, url: str, is_key: bool = False, **settings: str) -> Any:
-    made = make_converter(name, {"schema.registry.url": url, **settings}, is_key)
+def converter(
+    name: str, url: str, settings: Mapping[str, str] | None = None, *, key: bool = False
+) -> Any:
+    made = make_converter(name, {"schema.registry.url": url, **(settings or {})}, key)
     _made.append(made)
     return made
 
@@ -99,7 +102,7 @@ def test_avro_every_type_reads_back_with_confluents_deserializer(
     assert read_avro(dev_registry.url, t, data) == {
         **VALUES, "st": {"a": 5, "o": "inner"}, "mi": [{"key": 7, "value": "seven"}],
     }  # fmt: skip
-    key = converter(AVRO, dev_registry.url, is_key=True).from_connect_data(t, INT64_SCHEMA, 42)
+    key = converter(AVRO, dev_registry.url, key=True).from_connect_data(t, INT64_SCHEMA, 42)
     assert read_avro(dev_registry.url, t, key, key=True) == 42
     subjects = httpx.get(f"{dev_registry.url}/subjects").json()
     assert {f"{t}-value", f"{t}-key"} <= set(subjects)
@@ -121,13 +124,17 @@ def test_protobuf_every_type_reads_back_with_protoc_and_confluents_deserializer(
     dev_registry: RegistryState, tmp_path: Path
 ) -> None:
     t = topic()
-    proto = converter(PROTOBUF, dev_registry.url, **{"optional.for.nullables": "true"})
+    proto = converter(PROTOBUF, dev_registry.url, {"optional.for.nullables": "true"})
     data = proto.from_connect_data(t, ALL, ROW)
     assert data[5] == 0, "message index [0]"
     msg = read_protobuf(dev_registry.url, t, data, "AllTypes", tmp_path)
     plain = {f: getattr(msg, f) for f in ("i8", "i16", "i32", "i64", "f32", "f64", "b", "s", "by")}
     assert plain == {k: VALUES[k] for k in plain}
-    assert (list(msg.arr), dict(msg.m), dict(msg.mi)) == (["x", "y"], {"a": 1, "b": -2}, {7: "seven"})
+    assert (list(msg.arr), dict(msg.m), dict(msg.mi)) == (
+        ["x", "y"],
+        {"a": 1, "b": -2},
+        {7: "seven"},
+    )
     assert (msg.st.a, msg.st.o) == (5, "inner")
     unscaled = int.from_bytes(msg.dec.value, "big", signed=True)
     assert decimal.Decimal(unscaled).scaleb(-msg.dec.scale) == VALUES["dec"]
@@ -185,7 +192,7 @@ def test_an_incompatible_schema_is_refused_in_one_line(dev_registry: RegistrySta
 def test_subject_name_strategies(dev_registry: RegistryState, strategy: str, subject: str) -> None:
     t, url = topic(), dev_registry.url
     v1 = avro_v(1)
-    avro = converter(AVRO, url, **{"value.subject.name.strategy": strategy})
+    avro = converter(AVRO, url, {"value.subject.name.strategy": strategy})
     avro.from_connect_data(t, v1, Struct(v1, {"id": 1}))
     assert subject.format(topic=t) in httpx.get(f"{url}/subjects").json()
 
@@ -195,19 +202,19 @@ def test_without_auto_register_a_missing_schema_is_named_and_latest_is_used(
 ) -> None:
     t, url = topic(), dev_registry.url
     v1 = avro_v(1)
-    strict = converter(AVRO, url, **{"auto.register.schemas": "false"})
+    strict = converter(AVRO, url, {"auto.register.schemas": "false"})
     with pytest.raises(SchemaRegistryError, match="not registered under subject"):
         strict.from_connect_data(t, v1, Struct(v1, {"id": 1}))
     first = converter(AVRO, url).from_connect_data(t, v1, Struct(v1, {"id": 1}))
     assert strict.from_connect_data(t, v1, Struct(v1, {"id": 3}))[:5] == first[:5]
-    latest = converter(AVRO, url, **{"auto.register.schemas": "false", "use.latest.version": "true"})
+    latest = converter(AVRO, url, {"auto.register.schemas": "false", "use.latest.version": "true"})
     assert read_avro(url, t, latest.from_connect_data(t, v1, Struct(v1, {"id": 4}))) == {"id": 4}
 
 
 def test_a_registry_that_is_down_is_named_with_its_url() -> None:
     port = free_ports(1)[0]
     url = f"http://user:secret@127.0.0.1:{port}/apis/ccompat/v7"
-    avro = converter(AVRO, url, **{"schema.registry.request.timeout.ms": "2000"})
+    avro = converter(AVRO, url, {"schema.registry.request.timeout.ms": "2000"})
     with pytest.raises(SchemaRegistryUnavailable) as down:
         avro.from_connect_data("t", INT64_SCHEMA, 1)
     assert f"http://127.0.0.1:{port}/apis/ccompat/v7 cannot be reached" in str(down.value)
@@ -219,7 +226,9 @@ def test_tls_to_the_registry(dev_registry: RegistryState) -> None:
     assert dev_registry.https_url is not None
     cert = Path(dev_registry.data_dir).parent / "tls" / "cert.pem"
     t = topic()
-    trusted = converter(AVRO, dev_registry.https_url, **{"schema.registry.ssl.ca.location": str(cert)})
+    trusted = converter(
+        AVRO, dev_registry.https_url, {"schema.registry.ssl.ca.location": str(cert)}
+    )
     data = trusted.from_connect_data(t, STRING_SCHEMA, "over TLS")
     assert read_avro(dev_registry.url, t, data) == "over TLS"
     untrusted = converter(AVRO, dev_registry.https_url)
@@ -227,7 +236,7 @@ def test_tls_to_the_registry(dev_registry: RegistryState) -> None:
         untrusted.from_connect_data(topic(), STRING_SCHEMA, "refused")
     with pytest.raises(ConfigError, match="PEM"):
         converter(AVRO, dev_registry.https_url,
-                  **{"schema.registry.ssl.truststore.location": str(cert)})  # fmt: skip
+                  {"schema.registry.ssl.truststore.location": str(cert)})  # fmt: skip
 
 
 def test_schema_ids_are_cached(dev_registry: RegistryState) -> None:
@@ -237,4 +246,3 @@ def test_schema_ids_are_cached(dev_registry: RegistryState) -> None:
     client = avro.client
     client.urls = ["http://127.0.0.1:1"]  # any request now would fail
     assert avro.from_connect_data(t, STRING_SCHEMA, "a") == first
-

@@ -1,8 +1,9 @@
 """The converter interface (Connect's ``Converter``, from Connect data to bytes) and what
 every built-in converter shares.
 
-Call order: ``configure(props, is_key)`` once, ``close()`` when the task is done, with the connector's ``key.converter.*`` or
-``value.converter.*`` settings without the prefix; then, per record,
+Call order: ``configure(props, is_key)`` once, with the connector's ``key.converter.*`` or
+``value.converter.*`` settings without the prefix; ``close()`` when the task is done; in
+between, per record,
 ``from_connect_data(topic, schema, value, headers)`` → the bytes to write, or None for a
 Kafka null; or, per block of rows sharing a schema, ``from_connect_block(topic, schema,
 column)`` → one ``bytes | None`` per row (a ``pyarrow`` array or a sequence of values in;

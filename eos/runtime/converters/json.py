@@ -50,6 +50,7 @@ from eos.runtime.converters.base import Headers, SchemaConverter, flag
 ToJson = Callable[[Any], Any]
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _LOWER_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
+_ASTRAL = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
 
 
 # ------------------------------------------------------------------ schemaless (eos's own)
@@ -97,11 +98,18 @@ def _java_text(digits: str, exponent: int) -> str:
     return f"{digits[0]}.{digits[1:] or '0'}E{sci}"
 
 
-def _digits(text: str) -> tuple[str, int]:
+def _digits(text: str, exact: float) -> tuple[str, int]:
+    """The digits of the shortest ``text`` that reads back as ``exact``; Java writes at
+    least two, the two closest to the exact binary value (4.9E-324, not 5.0E-324)."""
     t = decimal.Decimal(text).as_tuple()
     assert isinstance(t.exponent, int)
-    digits = "".join(map(str, t.digits))
-    return digits, len(digits) + t.exponent
+    digits = "".join(map(str, t.digits)).rstrip("0") or "0"
+    point = len(t.digits) + t.exponent
+    if len(digits) == 1:
+        two = decimal.Decimal(exact).normalize(decimal.Context(prec=2)).as_tuple()
+        assert isinstance(two.exponent, int)
+        digits, point = "".join(map(str, two.digits)), len(two.digits) + two.exponent
+    return digits, point
 
 
 def java_double(x: float) -> str:
@@ -111,7 +119,7 @@ def java_double(x: float) -> str:
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     sign = "-" if x < 0 else ""
-    return sign + _java_text(*_digits(repr(abs(x))))
+    return sign + _java_text(*_digits(repr(abs(x)), abs(x)))
 
 
 def _float32(x: float) -> float:
@@ -130,7 +138,7 @@ def java_float(x: float) -> str:
         text = f"{abs(f):.{precision - 1}e}"
         if _float32(float(text)) == abs(f):
             break
-    return ("-" if f < 0 else "") + _java_text(*_digits(text))
+    return ("-" if f < 0 else "") + _java_text(*_digits(text, abs(f)))
 
 
 def _double(x: Any) -> Any:
@@ -245,11 +253,15 @@ def _checked(kind: type, schema: Schema) -> ToJson:
     return check
 
 
+_JSON_TYPE_NAMES = {SchemaType.FLOAT32: "float", SchemaType.FLOAT64: "double"}
+"""Connect's JSON schemas name the floating types ``float`` and ``double``."""
+
+
 def schema_json(schema: Schema | None, compiler: _Compiler) -> Any:
     """Connect's JSON form of ``schema`` (``JsonConverter.asJsonSchema``), as orjson input."""
     if schema is None:
         return None
-    out: dict[str, Any] = {"type": schema.type.value}
+    out: dict[str, Any] = {"type": _JSON_TYPE_NAMES.get(schema.type, schema.type.value)}
     if schema.type is SchemaType.ARRAY:
         out["items"] = schema_json(schema.value_schema, compiler)
     elif schema.type is SchemaType.MAP:
@@ -325,9 +337,17 @@ class ConnectJsonConverter(JsonConverter):
     SCHEMAS_ENABLE_DEFAULT = True
 
 
+def _surrogates(match: re.Match[bytes]) -> bytes:
+    code = ord(match.group().decode("utf-8")) - 0x10000
+    return b"\\u%X\\u%X" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+
+
 def _dumps(value: Any) -> bytes:
-    """orjson's bytes, with ``\\u00xx`` escapes in Jackson's upper case."""
+    """orjson's bytes as Jackson writes them: ``\\u00XX`` escapes in upper case, and
+    characters beyond the BMP as escaped surrogate pairs (``\\uD83D\\uDE00``)."""
     out = orjson.dumps(value, option=_OPTIONS)
     if b"\\u00" in out:
         out = _LOWER_ESCAPE.sub(lambda m: m.group(1) + b"\\u00" + m.group(2).upper(), out)
+    if not out.isascii():
+        out = _ASTRAL.sub(_surrogates, out)
     return out
