@@ -102,6 +102,8 @@ def _on_valid(array: pa.Array, encode: Any) -> pa.Array:
     if array.null_count == 0:
         return encode(array)
     valid = array.is_valid().to_numpy(zero_copy_only=False)
+    if not valid.any():
+        return pa.nulls(len(array), pa.binary())
     encoded = encode(array.filter(pa.array(valid)))
     positions = np.cumsum(valid) - 1
     return pc.take(encoded, pa.array(positions, mask=~valid))
