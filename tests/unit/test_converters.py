@@ -258,3 +258,12 @@ def test_an_unencoded_block_is_encoded_by_the_converters() -> None:
         True, [b'{"id":1,"note":null}'], [b"k"])  # fmt: skip
     assert encode_block(encoded, json, json) is encoded
     assert FLOAT32_SCHEMA.type.value == "float32"
+
+
+def test_sources_declare_schemas_their_values_fit() -> None:
+    from services.connectors.verifiable import PADDED_SCHEMA, VALUE_SCHEMA, record_value
+
+    json = make_converter("json")
+    for size, schema in ((0, VALUE_SCHEMA), (120, PADDED_SCHEMA)):
+        value = record_value("p-1", 41, 0, size)
+        assert json.from_connect_data("t", schema, value) == json.convert("t", value)  # type: ignore[attr-defined]

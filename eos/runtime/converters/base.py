@@ -5,8 +5,9 @@ Call order: ``configure(props, is_key)`` once, with the connector's ``key.conver
 ``value.converter.*`` settings without the prefix; ``close()`` when the task is done; in
 between, per record,
 ``from_connect_data(topic, schema, value, headers)`` → the bytes to write, or None for a
-Kafka null; or, per block of rows sharing a schema, ``from_connect_block(topic, schema,
-column)`` → one ``bytes | None`` per row (a ``pyarrow`` array or a sequence of values in;
+Kafka null (a STRUCT value may also be a plain ``dict``: it is read as a Struct); or,
+per block of rows sharing a schema, ``from_connect_block(topic, schema, column)`` → one
+``bytes | None`` per row (a ``pyarrow`` array or a sequence of values in;
 what :class:`~eos.api.RecordBlock` calls ``encoded=False``). ``convert(topic, value)`` is
 the schemaless shortcut the task loop used before schemas existed: a :class:`Struct`
 value brings its own schema, any other value is converted without one.
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from eos.api.schema import Schema, Struct, column_values
+from eos.api.schema import Schema, SchemaType, Struct, column_values, to_connect
 
 Headers = Sequence[tuple[str, bytes]]
 
@@ -64,6 +65,14 @@ class SchemaConverter:
         """A record without a declared schema: a Struct's own schema, else none."""
         schema = value.schema if isinstance(value, Struct) else None
         return self.from_connect_data(topic, schema, value)
+
+
+def as_struct(schema: Schema, value: Any) -> Any:
+    """A STRUCT value given as a plain ``dict`` (what many connectors hand over) as a
+    :class:`Struct` of ``schema``; anything else as it is."""
+    if schema.type is SchemaType.STRUCT and isinstance(value, Mapping):
+        return to_connect(schema, value)
+    return value
 
 
 def flag(props: Mapping[str, str], key: str, default: bool) -> bool:

@@ -45,7 +45,7 @@ from eos.api.schema import (
     Struct,
 )
 from eos.errors import ConfigError, DataError
-from eos.runtime.converters.base import Headers, SchemaConverter, flag
+from eos.runtime.converters.base import Headers, SchemaConverter, as_struct, flag
 
 ToJson = Callable[[Any], Any]
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -320,7 +320,7 @@ class JsonConverter(SchemaConverter):
             payload = dumps_schemaless(value)
             return b'{"schema":null,"payload":' + payload + b"}" if self.schemas_enable else payload
         to_json, schema_bytes = self._for(schema)
-        payload = _dumps(to_json(value))
+        payload = _dumps(to_json(as_struct(schema, value)))
         if not self.schemas_enable:
             return payload
         return b'{"schema":' + schema_bytes + b',"payload":' + payload + b"}"
