@@ -198,6 +198,9 @@ def to_avro(schema: Schema) -> ToAvro:
         def record(value: Any) -> Any:
             if value is None:
                 return None
+            if type(value) is dict:  # a plain dict stands for a Struct of the schema
+                get = value.get
+                return {name: conv(get(name)) for name, _, conv in fields}
             if not isinstance(value, Struct):
                 raise DataError(f"a STRUCT value must be a Struct, not {type(value).__name__}")
             return {name: conv(value.get(f)) for name, f, conv in fields}

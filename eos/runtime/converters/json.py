@@ -45,7 +45,7 @@ from eos.api.schema import (
     Struct,
 )
 from eos.errors import ConfigError, DataError
-from eos.runtime.converters.base import Headers, SchemaConverter, as_struct, flag
+from eos.runtime.converters.base import Headers, SchemaConverter, flag
 
 ToJson = Callable[[Any], Any]
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -236,6 +236,9 @@ class _Compiler:
         fields = [(f.name, f.index, self.compile(f.schema)) for f in schema.fields]
 
         def convert(value: Any) -> Any:
+            if type(value) is dict:  # a plain dict stands for a Struct of the schema
+                get = value.get
+                return {name: conv(get(name)) for name, _, conv in fields}
             if type(value) is not Struct or (value.schema is not schema and value.schema != schema):
                 raise DataError(f"Mismatching schema: {type(value).__name__} for {schema}")
             slots = value._values
@@ -246,7 +249,7 @@ class _Compiler:
 
 def _checked(kind: type, schema: Schema) -> ToJson:
     def check(value: Any) -> Any:
-        if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        if type(value) is kind or (isinstance(value, kind) and not isinstance(value, bool)):
             return value
         raise DataError(f"Invalid type for {schema.type.name}: {type(value).__name__}")
 
@@ -320,7 +323,7 @@ class JsonConverter(SchemaConverter):
             payload = dumps_schemaless(value)
             return b'{"schema":null,"payload":' + payload + b"}" if self.schemas_enable else payload
         to_json, schema_bytes = self._for(schema)
-        payload = _dumps(to_json(as_struct(schema, value)))
+        payload = _dumps(to_json(value))
         if not self.schemas_enable:
             return payload
         return b'{"schema":' + schema_bytes + b',"payload":' + payload + b"}"

@@ -26,7 +26,7 @@ from typing import Any
 from eos.api.logical import Date, Decimal, Time, Timestamp
 from eos.api.schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
 from eos.errors import DataError
-from eos.runtime.converters.base import flag
+from eos.runtime.converters.base import as_struct, flag
 from eos.runtime.converters.proto_text import render
 from eos.runtime.converters.registry import Reference, RegistrySchema
 from eos.runtime.converters.serde import Encode, RegistryConverter, Translated
@@ -345,7 +345,7 @@ class ProtobufConverter(RegistryConverter):
 
         def encode(value: Any) -> bytes:
             message = message_class()
-            fill(message, value)
+            fill(message, as_struct(schema, value))
             data: bytes = message.SerializeToString()
             return data
 

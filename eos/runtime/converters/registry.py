@@ -216,8 +216,8 @@ class RegistryClient:
             level = self.compatibility(subject)
             change = message.split("list of diff types:")[-1].strip(" []") or message
             return SchemaRegistryError(
-                f"{where} refused the schema for subject {subject!r} (compatibility {level}): "
-                f"{change}"
+                f"{where} refused the schema for subject {subject!r} (compatibility {level}), "
+                f"incompatible change: {change}"
             )
         if answer.status_code in (401, 403):
             return SchemaRegistryError(

@@ -28,7 +28,7 @@ from eos.api.schema import (
     Struct,
 )
 from eos.errors import ConfigError, DataError
-from eos.runtime.converters.base import Headers, SchemaConverter, as_struct, flag
+from eos.runtime.converters.base import Headers, SchemaConverter, flag
 from eos.runtime.converters.registry import RegistryClient, RegistrySchema
 
 SubjectName = Callable[[str, bool, "str | None"], str]
@@ -201,4 +201,4 @@ class RegistryConverter(SchemaConverter):
         if schema is None:
             schema = schema_of(value, self.FORMAT)
         writer = self.writer(topic, schema)
-        return writer.header + writer.encode(as_struct(schema, value))
+        return writer.header + writer.encode(value)
