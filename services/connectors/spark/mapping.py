@@ -358,17 +358,7 @@ def encode_in_spark(
     if topic_column:
         columns.append(ready[topic_column].cast("string").alias(TOPIC_COLUMN))
     if timestamp_column:
-        data_type = fields[timestamp_column]
-        source = F.col(_quoted(timestamp_column))
-        millis = _epoch_millis_in_spark(source, data_type)
-        if millis is None and isinstance(data_type, T.NumericType):
-            millis = source.cast("long")
-        if millis is None:
-            raise ValueError(
-                f"setting 'timestamp.column' names column {timestamp_column!r} of type "
-                f"{data_type.simpleString()}: use a timestamp, date or epoch-milliseconds column"
-            )
-        columns.append(millis.alias(TIMESTAMP_COLUMN))
+        columns.append(_record_millis(timestamp_column, fields[timestamp_column]))
     columns += [F.col(_quoted(name)) for name in keep]
     return df.select(*columns)
 
@@ -409,7 +399,6 @@ def encoded_block(
 def typed_projection(df: DataFrame, settings: SparkSourceSettings) -> DataFrame:
     """``df`` as it is, plus :data:`TIMESTAMP_COLUMN` (epoch ms, by Spark) with
     ``timestamp.column``; the columns the settings name are checked."""
-    from pyspark.sql import functions as F
 
     fields = {f.name: f.dataType for f in df.schema.fields}
     check_columns(
@@ -418,17 +407,24 @@ def typed_projection(df: DataFrame, settings: SparkSourceSettings) -> DataFrame:
     )  # fmt: skip
     if not settings.timestamp_column:
         return df
-    data_type = fields[settings.timestamp_column]
-    source = F.col(_quoted(settings.timestamp_column))
+    column = settings.timestamp_column
+    return df.select("*", _record_millis(column, fields[column]))
+
+
+def _record_millis(name: str, data_type: T.DataType) -> Column:
+    """:data:`TIMESTAMP_COLUMN`: ``timestamp.column`` ``name`` in epoch ms, by Spark."""
+    from pyspark.sql import functions as F
+
+    source = F.col(_quoted(name))
     millis = _epoch_millis_in_spark(source, data_type)
     if millis is None and isinstance(data_type, T.NumericType):
         millis = source.cast("long")
     if millis is None:
         raise ValueError(
-            f"setting 'timestamp.column' names column {settings.timestamp_column!r} of type "
+            f"setting 'timestamp.column' names column {name!r} of type "
             f"{data_type.simpleString()}: use a timestamp, date or epoch-milliseconds column"
         )
-    return df.select("*", millis.alias(TIMESTAMP_COLUMN))
+    return millis.alias(TIMESTAMP_COLUMN)
 
 
 def json_projection(df: DataFrame, timestamp_column: str = "") -> tuple[DataFrame, str]:
