@@ -10,10 +10,14 @@ that *this instance* has been superseded (``zombie``)::
     ├── PluginError                  connector class cannot be found or loaded
     ├── RetriableError               try again with backoff (broker unavailable, coordinator moving)
     │   ├── ReadToEndTimeout         a log could not be read to its end in time
-    │   └── CoordinatorNotAvailable  a coordinator lookup failed and may succeed later
+    │   ├── CoordinatorNotAvailable  a coordinator lookup failed and may succeed later
+    │   └── SchemaRegistryUnavailable  the schema registry cannot be reached (names the URL)
     ├── FencedError                  this producer/task/leader is a zombie: stop, never retry
     ├── TaskError                    a task cannot go on; it is FAILED with this message
     │   ├── ConversionError          a record could not be converted or sent
+    │   │   ├── DataError            a value does not fit its schema (Connect's DataException)
+    │   │   │   └── SchemaBuilderError  a schema cannot be built as asked
+    │   │   └── SchemaRegistryError  the schema registry refused a schema (or a request)
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
@@ -89,6 +93,11 @@ class CoordinatorNotAvailable(RetriableError):
     """FindCoordinator failed with a retriable error (coordinator loading or moving)."""
 
 
+class SchemaRegistryUnavailable(RetriableError):
+    """The schema registry at the URL in the message did not answer (connection refused,
+    timeout, 5xx); a converter may succeed once it is back."""
+
+
 class FencedError(EosError):
     """A newer instance holds our transactional id: this instance is a zombie.
 
@@ -106,6 +115,23 @@ class TaskError(EosError):
 class ConversionError(TaskError):
     """A record could not be converted or sent; the message names its source
     partition and offset."""
+
+
+class DataError(ConversionError):
+    """A value does not fit its :class:`~eos.api.schema.Schema` (or a schema is used
+    where it cannot be): raised by ``Struct.put``/``validate``, ``validate_value`` and
+    the converters. The message says what is wrong and where (Connect's DataException)."""
+
+
+class SchemaBuilderError(DataError):
+    """A :class:`~eos.api.schema.SchemaBuilder` call that cannot be honoured (an
+    attribute set twice, fields on a non-STRUCT type, an invalid default)."""
+
+
+class SchemaRegistryError(ConversionError):
+    """The schema registry refused a converter's request: an incompatible schema (the
+    message names the subject, the compatibility level and the change), an invalid one,
+    a schema that is not registered (``auto.register.schemas=false``), or bad credentials."""
 
 
 class TransactionTimedOut(TaskError):

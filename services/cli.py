@@ -1,4 +1,5 @@
-"""The ``eos`` command line: ``eos dev-kafka``, ``eos run`` and the commands later issues add."""
+"""The ``eos`` command line: ``eos dev-kafka``, ``eos dev-registry``, ``eos run`` and the
+commands later issues add."""
 
 from __future__ import annotations
 
@@ -37,6 +38,34 @@ def _dev_kafka(args: argparse.Namespace) -> int:
             what = f"running (pid {node.pid})" if node.alive() else "stopped"
             print(f"broker {node.node_id}: {node.bootstrap} {what}; log {node.log_file}")
         return 0 if kafka.running() else 3
+    return 0
+
+
+def _dev_registry(args: argparse.Namespace) -> int:
+    from services import dev_registry
+
+    registry = dev_registry.DevRegistry(args.data_dir)
+    if args.action == "start":
+        try:
+            state = registry.start(args.port, storage=args.storage,
+                                   bootstrap_servers=args.bootstrap_servers)  # fmt: skip
+        except dev_registry.AlreadyRunning as already:
+            print(str(already))
+            return 0
+        print(f"Apicurio Registry {state.version} ready: schema.registry.url={state.url}")
+        print(
+            f"  storage: {state.storage}   log: {state.log_file}   stop with: eos dev-registry stop"
+        )
+    elif args.action == "stop":
+        print("stopped the registry" if registry.stop() else "no dev-registry was running")
+    else:
+        known = registry.state()
+        if known is None:
+            print(f"no dev-registry in {registry.data_dir}")
+            return 3
+        what = f"running (pid {known.pid})" if known.alive() else "stopped"
+        print(f"registry: {known.url} {what}; storage {known.storage}; log {known.log_file}")
+        return 0 if known.alive() else 3
     return 0
 
 
@@ -81,6 +110,17 @@ def parser() -> argparse.ArgumentParser:
     dk.add_argument("--port", type=int, default=9092, help="first client port; 0 = free ports")
     dk.add_argument("--data-dir", type=Path, default=None, help="default $EOS_CACHE_DIR/dev-kafka")
     dk.set_defaults(func=_dev_kafka)
+
+    dr = sub.add_parser("dev-registry", help="a local schema registry (Apicurio) on 127.0.0.1")
+    dr.add_argument("action", choices=["start", "stop", "status"])
+    dr.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081; 0 = free)")
+    dr.add_argument("--data-dir", type=Path, default=None,
+                    help="default $EOS_CACHE_DIR/dev-registry")  # fmt: skip
+    dr.add_argument("--storage", choices=["memory", "kafkasql"], default="memory",
+                    help="memory (default) or kafkasql: schemas kept in a Kafka topic")  # fmt: skip
+    dr.add_argument("--bootstrap-servers", default=None,
+                    help="Kafka for kafkasql (default: the running dev-kafka)")  # fmt: skip
+    dr.set_defaults(func=_dev_registry)
 
     worker = sub.add_parser("worker", help="run a worker (REST API, connectors from files)")
     worker.add_argument("worker_config", help="worker settings (.properties, .yaml or .json)")

@@ -4,7 +4,8 @@ Library code only logs; this is the one place that configures output. Levels are
 the stdlib loggers' (one per module, named after it: ``eos.runtime.worker``), so
 they can be changed per logger while the worker runs (``/admin/loggers``);
 ``--log-level`` / ``EOS_LOG_LEVEL`` set the root's. aiokafka's own stdlib logging
-goes through the same renderer, at ERROR unless the root level is higher. py4j
+goes through the same renderer, at ERROR unless the root level is higher; httpx's (one
+line per request: schema registry, REST client) at WARNING. py4j
 (PySpark's bridge to its JVM) is shown from WARNING up: below that it logs every closed
 connection, and a traceback per connection when the JVM stops first (Ctrl-C, or a
 service manager signalling the whole process group) — partly through the root logger,
@@ -78,6 +79,8 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(numeric)
     logging.getLogger("aiokafka").setLevel(max(numeric, logging.ERROR))
+    # httpx logs every request at INFO (the schema registry's, the REST client's).
+    logging.getLogger("httpx").setLevel(max(numeric, logging.WARNING))
 
 
 _PY4J = f"{os.sep}py4j{os.sep}"

@@ -17,6 +17,7 @@ import pytest
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.dev_kafka import ClusterState, DevKafka
+from services.dev_registry import DevRegistry, RegistryState
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))
@@ -58,6 +59,54 @@ def kafka(dev_kafka: DevKafka) -> ClusterState:
 @pytest.fixture(scope="session")
 def bootstrap(kafka: ClusterState) -> str:
     return kafka.bootstrap
+
+
+@pytest.fixture(scope="session")
+def dev_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryState]:
+    """One Apicurio Registry for the whole session (started on first use), in memory,
+    compatibility BACKWARD; HTTP at ``.url``, HTTPS at ``.https_url`` with the self-signed
+    certificate ``registry-tls/cert.pem`` of the session's temporary directory."""
+    directory = tmp_path_factory.mktemp("registry")
+    cert, key = self_signed_certificate(directory / "tls", "localhost")
+    registry = DevRegistry(directory / "data")
+    _registries.append(registry)
+    state = registry.start(0, tls=(cert, key))
+    yield state
+    registry.stop()
+
+
+_registries: list[DevRegistry] = []
+
+
+def self_signed_certificate(directory: Path, host: str) -> tuple[Path, Path]:
+    """A self-signed certificate for ``host`` and its key, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ))  # fmt: skip
+    return cert_file, key_file
 
 
 @pytest.fixture
@@ -110,6 +159,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for name, kafka in _clusters.items():
             for node_id, tail in kafka.logs(60):
                 report.sections.append((f"broker log {name}/{node_id} (tail)", tail))  # type: ignore[attr-defined]
+    if report.failed:  # type: ignore[attr-defined]
+        for registry in _registries:
+            report.sections.append(("registry log (tail)", registry.log_tail(40)))  # type: ignore[attr-defined]
     return report
 
 

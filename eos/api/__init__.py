@@ -4,11 +4,20 @@ from eos.api.connector import ConnectorContext as ConnectorContext
 from eos.api.connector import ConnectorTransactionBoundaries as ConnectorTransactionBoundaries
 from eos.api.connector import ExactlyOnceSupport as ExactlyOnceSupport
 from eos.api.connector import SourceConnector as SourceConnector
+from eos.api.logical import Date as Date
+from eos.api.logical import Decimal as Decimal
+from eos.api.logical import Time as Time
+from eos.api.logical import Timestamp as Timestamp
 from eos.api.records import RecordBlock as RecordBlock
 from eos.api.records import RecordMetadata as RecordMetadata
 from eos.api.records import SourceOffset as SourceOffset
 from eos.api.records import SourcePartition as SourcePartition
 from eos.api.records import SourceRecord as SourceRecord
+from eos.api.schema import Field as Field
+from eos.api.schema import Schema as Schema
+from eos.api.schema import SchemaBuilder as SchemaBuilder
+from eos.api.schema import SchemaType as SchemaType
+from eos.api.schema import Struct as Struct
 from eos.api.task import BackgroundTasks as BackgroundTasks
 from eos.api.task import OffsetStorageReader as OffsetStorageReader
 from eos.api.task import SourceTask as SourceTask
@@ -29,3 +38,5 @@ from eos.config.definition import fill as fill
 from eos.config.definition import or_none as or_none
 from eos.config.definition import setting as setting
 from eos.errors import ConfigError as ConfigError
+from eos.errors import DataError as DataError
+from eos.errors import SchemaBuilderError as SchemaBuilderError

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
+from eos.api.schema import Schema, column_values
+
 SourcePartition = Mapping[str, Any]
 """A part of the external system one task reads (a file, a table, a topic-partition).
 Must be JSON-serialisable; it is the key under which the task's progress is stored."""
@@ -24,6 +26,11 @@ class SourceRecord:
     choose; ``timestamp`` is epoch milliseconds or None for the producer's clock.
     A record whose ``source_offset`` is None advances no offset.
 
+    ``key_schema`` and ``value_schema`` describe ``key`` and ``value`` in Connect's
+    schema model (:mod:`eos.api.schema`); None means schemaless (a :class:`Struct`
+    value carries its schema anyway). Converters that write typed formats (JSON with
+    ``schemas.enable=true``, Avro, Protobuf, JSON Schema) need them.
+
     ``encoded=True`` says ``key`` and ``value`` already are the bytes to write
     (``bytes`` or None) and the converters are skipped: for connectors that
     produce the connector's converter format themselves, faster than Python
@@ -39,19 +46,29 @@ class SourceRecord:
     timestamp: int | None = None
     headers: Sequence[tuple[str, bytes]] = field(default_factory=tuple)
     encoded: bool = False
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RecordBlock:
-    """Many records at once, column by column: the fast way to hand over rows that
-    are already encoded (a poll may return blocks and :class:`SourceRecord` s mixed).
+    """Many records at once, column by column: the fast way to hand over many rows
+    (a poll may return blocks and :class:`SourceRecord` s mixed).
 
     Row ``i`` is the record ``(keys[i], values[i])`` for ``topic`` (or ``topics[i]``),
     with timestamp ``timestamps[i]`` (epoch ms; None or no column: the producer's
     clock) and the headers ``headers`` followed by ``(name, column[i])`` for each
-    entry of ``header_columns`` whose value is not None. Keys and values are the
-    bytes to write (or None), as with ``SourceRecord(encoded=True)``: converters are
-    skipped. The producer chooses each row's partition from its key.
+    entry of ``header_columns`` whose value is not None. The producer chooses each
+    row's partition from its key.
+
+    ``encoded=True`` (the default): keys and values are the bytes to write (or None),
+    as with ``SourceRecord(encoded=True)``; converters are skipped.
+    ``encoded=False``: they are values of ``key_schema`` / ``value_schema`` — every row
+    shares the block's schemas — given as a Python sequence (Connect values, or plain
+    ones: a ``dict`` for a STRUCT, pairs or a ``dict`` for a MAP) or as a ``pyarrow``
+    array of the matching type (a struct array for a STRUCT schema), which the
+    converters encode a whole column at a time. With ``encoded=True`` the schemas, if
+    given, say what the bytes hold.
 
     ``source_offset`` describes the source once the *last* row is written; the rows
     before it advance no offset. Every column must be as long as ``values``.
@@ -63,12 +80,15 @@ class RecordBlock:
     source_partition: SourcePartition
     source_offset: SourceOffset | None
     topic: str
-    values: Sequence[bytes | None]
-    keys: Sequence[bytes | None] | None = None
+    values: Sequence[Any]
+    keys: Sequence[Any] | None = None
     timestamps: Sequence[int | None] | None = None
     headers: Sequence[tuple[str, bytes]] = ()
     header_columns: Mapping[str, Sequence[bytes | None]] = field(default_factory=dict)
     topics: Sequence[str] | None = None
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
+    encoded: bool = True
 
     def __post_init__(self) -> None:
         rows = len(self.values)
@@ -87,9 +107,15 @@ class RecordBlock:
         return len(self.values)
 
     def records(self) -> list[SourceRecord]:
-        """The rows as encoded :class:`SourceRecord` s (the offset on the last one)."""
+        """The rows as :class:`SourceRecord` s (the offset on the last one); rows of an
+        ``encoded=False`` block carry Connect values and the block's schemas."""
         n = len(self.values)
-        keys = self.keys if self.keys is not None else [None] * n
+        values: Sequence[Any] = self.values
+        keys: Sequence[Any] = self.keys if self.keys is not None else [None] * n
+        if not self.encoded:
+            values = column_values(self.value_schema, self.values)
+            if self.keys is not None:
+                keys = column_values(self.key_schema, self.keys)
         stamps = self.timestamps if self.timestamps is not None else [None] * n
         topics = self.topics if self.topics is not None else [self.topic] * n
         columns = list(self.header_columns.items())
@@ -103,11 +129,13 @@ class RecordBlock:
                 self.source_partition,
                 self.source_offset if i == n - 1 else None,
                 topics[i],
-                self.values[i],
+                values[i],
                 keys[i],
                 timestamp=stamps[i],
                 headers=headers(i),
-                encoded=True,
+                encoded=self.encoded,
+                key_schema=self.key_schema,
+                value_schema=self.value_schema,
             )
             for i in range(n)
         ]

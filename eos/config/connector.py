@@ -80,10 +80,27 @@ _CLASS_PATH = re.compile(rf"{_DOTTED}:{_DOTTED}|{_IDENT}(?:\.{_IDENT})+")
 CONVERTER_ALIASES: Final = ("json", "string", "bytes")
 
 
+class ConverterSetting(str):
+    """A converter's name as ``key.converter``/``value.converter`` give it, carrying its
+    own settings (the ``key.converter.*``/``value.converter.*`` properties without the
+    prefix, as Connect passes them to ``configure``) and whether it converts keys."""
+
+    props: Mapping[str, str]
+    is_key: bool
+
+    def __new__(cls, name: str, props: Mapping[str, str], is_key: bool) -> ConverterSetting:
+        setting = super().__new__(cls, name)
+        setting.props, setting.is_key = dict(props), is_key
+        return setting
+
+
 class ConverterName:
     """``json``, ``string``, ``bytes``, or a class path ``module:Class`` / ``module.Class``."""
 
-    allowed = "json, string, bytes, or a class path such as my.module:MyConverter"
+    allowed = (
+        "json, string, bytes, or a class name such as "
+        "io.confluent.connect.avro.AvroConverter or my.module:MyConverter"
+    )
 
     def __call__(self, key: str, value: Any) -> None:
         if value is None or value.lower() in CONVERTER_ALIASES:
@@ -94,8 +111,9 @@ class ConverterName:
 
 def _converter(which: str) -> Definition:
     doc = (
-        f"How record {which}s become bytes: json, string, bytes, or a converter class "
-        "path (module:Class)."
+        f"How record {which}s become bytes: json, string, bytes, Kafka Connect's or "
+        "Confluent's converter class name, or a converter class "
+        f"path (module:Class); its settings are the {which}.converter.* properties."
     )
     return (
         f"{which}.converter",
@@ -108,8 +126,11 @@ def _converter(which: str) -> Definition:
     )
 
 
-def _converter_value(value: str) -> str:
-    return value.lower() if value.lower() in CONVERTER_ALIASES else value
+def _converter_value(value: str, props: Mapping[str, str], which: str) -> ConverterSetting:
+    name = value.lower() if value.lower() in CONVERTER_ALIASES else value
+    prefix = f"{which}.converter."
+    own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
+    return ConverterSetting(name, own, which == "key")
 
 
 def _required(value: str) -> bool:
@@ -169,8 +190,9 @@ class ConnectorConfig:
         "At most this many tasks run the connector's work.",
         "common",
     )
-    key_converter: str = setting(*_converter("key"), convert=_converter_value)
-    value_converter: str = setting(*_converter("value"), convert=_converter_value)
+    key_converter: ConverterSetting = setting(*_converter("key"))
+    value_converter: ConverterSetting = setting(*_converter("value"))
+    """Both filled by :func:`_converter_value` (a converter's settings are other keys)."""
     exactly_once_required: bool = setting(
         "exactly.once.support",
         Type.STRING,
@@ -248,6 +270,9 @@ class ConnectorConfig:
         if problems:
             raise problems[0].error
         v = CONNECTOR_CONFIG.parse(props)
+        for which in ("key", "value"):
+            key = f"{which}.converter"
+            v[key] = _converter_value(v[key], props, which)
         for key in IGNORED_OVERRIDES:
             if key in props:
                 log.warning(
@@ -425,4 +450,5 @@ def valid_choice(props: Mapping[str, str], name: str) -> str | None:
 def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list[str]:
     """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
     own definition (``config_def()``) defines."""
-    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, CONNECTOR_PREFIXES)
+    prefixes = (*CONNECTOR_PREFIXES, "key.converter.", "value.converter.")
+    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, prefixes)

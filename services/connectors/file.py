@@ -54,6 +54,7 @@ from eos.api import (
     fill,
     setting,
 )
+from eos.api.schema import STRING_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +311,13 @@ class FileSourceTask(SourceTask):
             file.pending = not at_end
             for line, end in lines:
                 records.append(
-                    SourceRecord({"file": path}, {"position": end}, settings.topic, line)
+                    SourceRecord(
+                        {"file": path},
+                        {"position": end},
+                        settings.topic,
+                        line,
+                        value_schema=STRING_SCHEMA,
+                    )
                 )
             if lines:
                 file.position = lines[-1][1]

@@ -74,6 +74,8 @@ from eos.api import (
     OneOf,
     Range,
     RecordBlock,
+    Schema,
+    SchemaBuilder,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -85,6 +87,7 @@ from eos.api import (
     fill,
     setting,
 )
+from eos.api.schema import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA
 
 TASK_ID = "task.id"
 TASK_PARTITIONS = "task.partitions"
@@ -251,6 +254,23 @@ def aborted_records(
         }
         for j, pid in enumerate(partition_ids(task_id, partitions_per_task))
     }
+
+
+def _value_schema(padded: bool) -> Schema:
+    builder = (
+        SchemaBuilder.struct().name("eos.verifiable.Record")
+        .field("partition", STRING_SCHEMA).field("seqno", INT64_SCHEMA)
+        .field("task", INT32_SCHEMA)
+    )  # fmt: skip
+    if padded:
+        builder.field("pad", STRING_SCHEMA)
+    return builder.build()
+
+
+VALUE_SCHEMA = _value_schema(padded=False)
+"""The schema of a record's value (its key is the partition, a STRING)."""
+PADDED_SCHEMA = _value_schema(padded=True)
+"""The value's schema with ``record.bytes`` set (``pad`` makes up the size)."""
 
 
 def record_value(partition: str, seqno: int, task_id: int, record_bytes: int = 0) -> dict[str, Any]:
@@ -461,6 +481,8 @@ class VerifiableSourceTask(SourceTask):
             topic=self._settings.topic,
             key=partition,
             value=record_value(partition, seqno, self._task_id, self._settings.record_bytes),
+            key_schema=STRING_SCHEMA,
+            value_schema=PADDED_SCHEMA if self._settings.record_bytes > 0 else VALUE_SCHEMA,
         )
         self._request_boundary(record, k)
         return record

@@ -139,6 +139,9 @@ class _ArrowRowStream:
         batch = self._next_batch(limit)
         return [] if batch is None else list(batch.to_pylist())
 
+    def next_batch(self, limit: int) -> Any:
+        return self._next_batch(limit)
+
     def next_columns(self, limit: int) -> Columns:
         batch = self._next_batch(limit)
         if batch is None:
@@ -180,10 +183,23 @@ class _PickledRowStream:
         rows = self.next_rows(limit)
         return {name: [row[name] for row in rows] for name in self._names}
 
+    def next_batch(self, limit: int) -> Any:
+        rows = self.next_rows(limit)
+        if not rows:
+            return None
+        pa: Any = importlib.import_module("pyarrow")
+        return pa.RecordBatch.from_pylist(rows)
+
     def close(self) -> None:
         self._done = True
         self._ahead = None
         self._rows = iter(())
+
+
+def next_batch(stream: RowStream, limit: int) -> Any:
+    """Up to ``limit`` rows of ``stream`` as a ``pyarrow`` record batch (None once it is
+    exhausted): the streams here have ``next_batch``."""
+    return getattr(stream, "next_batch")(limit)  # noqa: B009 (not part of RowStream)
 
 
 def open_arrow_stream(df: DataFrame) -> RowStream:

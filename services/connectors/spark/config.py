@@ -344,6 +344,8 @@ class SparkSourceSettings:
     json_converters: bool
     """Both the connector's ``key.converter`` and ``value.converter`` are ``json``:
     Spark may write the records' JSON itself (see :mod:`.mapping`)."""
+    typed_converters: bool
+    """A converter writes a typed format: rows come with Connect schemas (:mod:`.typed`)."""
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> SparkSourceSettings:
@@ -370,6 +372,7 @@ class SparkSourceSettings:
                 str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
                 for which in ("key", "value")
             ),
+            typed_converters=wants_schemas(props),
         )
 
     @property
@@ -387,6 +390,25 @@ class SparkSourceSettings:
 
 CONFIG_DEF = definition_of(SparkSourceSettings).merged(_COMBINED)
 """Every SparkSource setting."""
+
+
+TYPED_CONVERTERS = frozenset({
+    "org.apache.kafka.connect.json.JsonConverter",
+    "io.confluent.connect.avro.AvroConverter",
+    "io.confluent.connect.protobuf.ProtobufConverter",
+    "io.confluent.connect.json.JsonSchemaConverter",
+})  # fmt: skip
+"""Converters that write typed formats: SparkSource hands them rows with schemas."""
+
+
+def wants_schemas(props: Mapping[str, Any]) -> bool:
+    """A key or value converter of these settings writes a typed format."""
+    for which in ("key", "value"):
+        name = str(props.get(f"{which}.converter", "json")).strip()
+        schemas = str(props.get(f"{which}.converter.schemas.enable", "false")).strip().lower()
+        if name in TYPED_CONVERTERS or (name.lower() == "json" and schemas == "true"):
+            return True
+    return False
 
 
 def _tables(props: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, ...]:

@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import types as T
 
 from eos.api import RecordBlock, SourceOffset, SourcePartition, SourceRecord
-from services.connectors.spark.arrow_stream import Columns, RowStream
+from services.connectors.spark.arrow_stream import Columns, RowStream, next_batch
+from services.connectors.spark.typed import TypedRows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -357,17 +358,7 @@ def encode_in_spark(
     if topic_column:
         columns.append(ready[topic_column].cast("string").alias(TOPIC_COLUMN))
     if timestamp_column:
-        data_type = fields[timestamp_column]
-        source = F.col(_quoted(timestamp_column))
-        millis = _epoch_millis_in_spark(source, data_type)
-        if millis is None and isinstance(data_type, T.NumericType):
-            millis = source.cast("long")
-        if millis is None:
-            raise ValueError(
-                f"setting 'timestamp.column' names column {timestamp_column!r} of type "
-                f"{data_type.simpleString()}: use a timestamp, date or epoch-milliseconds column"
-            )
-        columns.append(millis.alias(TIMESTAMP_COLUMN))
+        columns.append(_record_millis(timestamp_column, fields[timestamp_column]))
     columns += [F.col(_quoted(name)) for name in keep]
     return df.select(*columns)
 
@@ -403,6 +394,37 @@ def encoded_block(
         header_columns=dict([row_header, *row_headers] if row_header else row_headers),
         topics=topics,
     )
+
+
+def typed_projection(df: DataFrame, settings: SparkSourceSettings) -> DataFrame:
+    """``df`` as it is, plus :data:`TIMESTAMP_COLUMN` (epoch ms, by Spark) with
+    ``timestamp.column``; the columns the settings name are checked."""
+
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    check_columns(
+        list(fields), topic_column=settings.topic_column, key_columns=settings.key_columns,
+        timestamp_column=settings.timestamp_column,
+    )  # fmt: skip
+    if not settings.timestamp_column:
+        return df
+    column = settings.timestamp_column
+    return df.select("*", _record_millis(column, fields[column]))
+
+
+def _record_millis(name: str, data_type: T.DataType) -> Column:
+    """:data:`TIMESTAMP_COLUMN`: ``timestamp.column`` ``name`` in epoch ms, by Spark."""
+    from pyspark.sql import functions as F
+
+    source = F.col(_quoted(name))
+    millis = _epoch_millis_in_spark(source, data_type)
+    if millis is None and isinstance(data_type, T.NumericType):
+        millis = source.cast("long")
+    if millis is None:
+        raise ValueError(
+            f"setting 'timestamp.column' names column {name!r} of type "
+            f"{data_type.simpleString()}: use a timestamp, date or epoch-milliseconds column"
+        )
+    return millis.alias(TIMESTAMP_COLUMN)
 
 
 def json_projection(df: DataFrame, timestamp_column: str = "") -> tuple[DataFrame, str]:
@@ -521,16 +543,24 @@ class RecordMapper:
 
 
 class Chunk:
-    """Rows read from a stream: as columns (Spark encoded them) or as dicts (for the
-    :class:`RecordMapper`)."""
+    """Rows read from a stream: as columns (Spark encoded them), as dicts (for the
+    :class:`RecordMapper`) or as an Arrow batch (rows with schemas, :mod:`.typed`)."""
 
     def __init__(
-        self, columns: Columns | None = None, rows: list[dict[str, Any]] | None = None
+        self,
+        columns: Columns | None = None,
+        rows: list[dict[str, Any]] | None = None,
+        batch: Any = None,
+        typed: bool = False,
     ) -> None:
         self.columns = columns
         self.rows = rows
+        self.batch = batch
+        self.typed = typed
 
     def column(self, name: str) -> list[Any]:
+        if self.typed:
+            return [] if self.batch is None else list(self.batch.column(name).to_pylist())
         if self.rows is not None:
             return [row[name] for row in self.rows]
         assert self.columns is not None
@@ -543,10 +573,17 @@ class Encoder:
     column, else the :class:`RecordMapper` maps them in Python. ``keep`` columns are
     left out of the value and read as they are (row index, offsets)."""
 
+    typed: TypedRows | None = None
+    """Rows with schemas for the typed converters (:mod:`.typed`), else None."""
+
     def __init__(
         self, df: DataFrame, settings: SparkSourceSettings, keep: Sequence[str], where: str
     ) -> None:
         self.mapper: RecordMapper | None = None
+        if settings.typed_converters:
+            self.frame = typed_projection(df, settings)
+            self.typed = TypedRows(self.frame, settings, hidden=(*keep, TIMESTAMP_COLUMN))
+            return
         if settings.json_converters:
             try:
                 self.frame = encode_in_spark(
@@ -573,6 +610,8 @@ class Encoder:
 
     def read(self, stream: RowStream, limit: int) -> Chunk:
         """Up to ``limit`` rows of ``stream`` (which streams :attr:`frame`)."""
+        if self.typed is not None:
+            return Chunk(batch=next_batch(stream, limit), typed=True)
         if self.mapper is None:
             return Chunk(columns=stream.next_columns(limit))
         return Chunk(rows=stream.next_rows(limit))
@@ -590,6 +629,15 @@ class Encoder:
     ) -> list[SourceRecord | RecordBlock]:
         """The rows of ``chunk`` as records (``offset`` on the last): one block when
         Spark encoded them."""
+        if self.typed is not None:
+            batch = chunk.batch
+            names = set(batch.schema.names)
+            varying = [row_header, *row_headers] if row_header else list(row_headers)
+            return self.typed.block(
+                batch, topic=topic, partition=partition, offset=offset, headers=headers,
+                header_columns=dict(varying),
+                timestamps=chunk.column(TIMESTAMP_COLUMN) if TIMESTAMP_COLUMN in names else None,
+            )  # fmt: skip
         if self.mapper is None:
             assert chunk.columns is not None
             block = encoded_block(

@@ -1,0 +1,259 @@
+"""Converters: what a record costs per format, and SparkSource writing Avro against its
+own JSON rate on the same rows.
+
+Part 1, converters alone (no Kafka), µs per record, every round printed:
+  json-stdlib      the JSON converter's encoder before this change (json.JSONEncoder)
+  json-orjson      today's ``json`` converter (orjson), schemaless, as connectors use it
+  json-schemas     Connect's JsonConverter with schemas.enable=true (envelope)
+  avro-fastavro    the Avro converter, one record at a time (fastavro)
+  avro-arrow       the Avro converter on a whole Arrow column (no Python object per row
+                   but the final bytes, all alive at once as a block's are)
+on VerifiableSource-like records (Part 1a) and on SparkSource's sample rows (Part 1b).
+
+Part 2, SparkSource in a worker, exactly-once, the same Parquet rows, rounds alternating:
+  json    the default converters (Spark writes the JSON)
+  avro    key and value ``io.confluent.connect.avro.AvroConverter`` through a local
+          Apicurio Registry (``eos dev-registry``); rows as Arrow blocks encoded whole by
+          the converter. The task loop does not encode ``encoded=False`` blocks yet (the
+          record path is being reshaped), so this bench's connector encodes them at the
+          end of its poll with the same converter objects, as the loop will.
+Target: avro >= 0.8 x json. Usage (through /work/bin/heavy on shared machines):
+
+    python bench/formats.py [--rows 1000000] [--rounds 3] [--part 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from spark_to_kafka import SPARK, sample_data
+from worker_run import (
+    Progress,
+    bench_broker,
+    bench_process,
+    bench_settings,
+    run_until_committed,
+    spark_connector,
+)
+
+from eos.api import RecordBlock, SourceRecord, SourceTask
+from eos.runtime.converters import encode_block, make_converter
+from eos.runtime.converters.json import _COMPACT
+from services.connectors.spark import SparkSource
+from services.connectors.spark import typed as spark_typed
+from services.connectors.spark.task import SparkSourceTask
+from services.connectors.verifiable import PADDED_SCHEMA, record_value
+from services.dev_registry import DevRegistry
+
+AVRO = "io.confluent.connect.avro.AvroConverter"
+JSON_SCHEMAS = "org.apache.kafka.connect.json.JsonConverter"
+
+
+# ------------------------------------------------------------------ part 1: converters alone
+
+
+def _time(fn: Callable[[], Any], count: int) -> float:
+    """µs per record of ``fn`` (the garbage collector off: the list of inputs alive
+    would make its full collections, not the converter, the cost measured)."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) / count * 1e6
+    finally:
+        gc.enable()
+
+
+def _each(convert: Callable[[Any], Any], values: Sequence[Any]) -> None:
+    """``convert`` every value, dropping each result at once, as a producer does after
+    copying it into its batch (keeping 100 000 results alive costs ~2 µs a record in
+    fresh memory pages, whatever wrote them)."""
+    for value in values:
+        convert(value)
+
+
+def verifiable_rounds(url: str, n: int, rounds: int) -> dict[str, list[float]]:
+    values = [record_value(f"p-{i % 8}", i, 0, 100) for i in range(n)]
+
+    orjson = make_converter("json")
+    schemas = make_converter(JSON_SCHEMAS)
+    avro = make_converter(AVRO, {"schema.registry.url": url})
+    out: dict[str, list[float]] = {k: [] for k in ("json-stdlib", "json-orjson", "json-schemas",
+                                                   "avro-fastavro")}  # fmt: skip
+    encode_avro = partial(avro.from_connect_data, "bench-verifiable", PADDED_SCHEMA)  # type: ignore[attr-defined]
+    for _ in range(rounds):
+        out["json-stdlib"].append(
+            _time(lambda: _each(lambda v: _COMPACT.encode(v).encode(), values), n)
+        )
+        out["json-orjson"].append(_time(lambda: _each(partial(orjson.convert, "t"), values), n))
+        out["json-schemas"].append(_time(
+            lambda: _each(partial(schemas.from_connect_data, "t", PADDED_SCHEMA), values), n))  # type: ignore[attr-defined]  # fmt: skip
+        out["avro-fastavro"].append(_time(partial(_each, encode_avro, values), n))
+    avro.close()  # type: ignore[attr-defined]
+    return out
+
+
+def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[float]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from eos.api.schema import column_values
+    from services.connectors.spark.schemas import value_schema
+
+    table = pq.read_table(next(data.glob("*.parquet"))).slice(0, n)
+    n = table.num_rows
+    table = table.combine_chunks()
+    columns = pa.StructArray.from_arrays(
+        [c.chunk(0) for c in table.columns], names=table.column_names
+    )
+    schema = value_schema(from_arrow_schema(table.schema))
+    values = column_values(schema, columns)
+    orjson = make_converter("json")
+    avro = make_converter(AVRO, {"schema.registry.url": url})
+    out: dict[str, list[float]] = {k: [] for k in ("json-stdlib", "json-schemas", "avro-fastavro",
+                                                   "avro-arrow")}  # fmt: skip
+    plain = table.to_pylist()
+    for _ in range(rounds):
+        out["json-stdlib"].append(
+            _time(lambda: _each(lambda v: _COMPACT.encode(v).encode(), plain), n)
+        )
+        out["json-schemas"].append(_time(
+            lambda: _each(partial(orjson.from_connect_data, "t", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
+        out["avro-fastavro"].append(_time(
+            lambda: _each(partial(avro.from_connect_data, "bench-sample", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
+        out["avro-arrow"].append(_time(
+            lambda: avro.from_connect_block("bench-sample", schema, columns), n))  # type: ignore[attr-defined]  # fmt: skip
+    avro.close()  # type: ignore[attr-defined]
+    return out
+
+
+def converter_table(title: str, results: Mapping[str, Sequence[float]]) -> str:
+    rounds = max(len(v) for v in results.values())
+    head = " | ".join(f"round {i + 1}" for i in range(rounds))
+    lines = [f"{title}", f"| converter | {head} | median µs/record |",
+             "|---|" + "---:|" * (rounds + 1)]  # fmt: skip
+    for name, values in results.items():
+        cells = " | ".join(f"{v:.2f}" for v in values)
+        lines.append(f"| {name} | {cells} | {statistics.median(values):.2f} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ part 2: SparkSource
+
+
+class EncodingTask(SparkSourceTask):
+    """SparkSource's task handing over its ``encoded=False`` blocks encoded by the
+    connector's own converters (what the task loop will do; see the module docstring)."""
+
+    async def start(self, config: Mapping[str, str], context: Any) -> None:
+        def made(which: str) -> Any:
+            prefix = f"{which}.converter."
+            props = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+            return make_converter(config.get(f"{which}.converter", "json"), props, which == "key")
+
+        self._keys, self._values = made("key"), made("value")
+        await super().start(config, context)
+
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
+        records = await super().poll()
+        if not records:
+            return records
+        return [encode_block(r, self._keys, self._values) if isinstance(r, RecordBlock) else r
+                for r in records]  # fmt: skip
+
+    async def stop(self) -> None:
+        await super().stop()
+        self._keys.close()
+        self._values.close()
+
+
+class EncodingSparkSource(SparkSource):
+    def task_class(self) -> type[SourceTask]:
+        return EncodingTask
+
+
+async def spark_round(data: Path, bootstrap: str, rows: int, extra: Mapping[str, str]) -> float:
+    settings = bench_settings(bootstrap, "bench-formats", {"spark.master": "local[2]", **SPARK})
+    connector = await spark_connector(settings, "bench", data, **extra)
+    progress = await run_until_committed(settings, connector, rows, max(180, rows / 2000),
+                                         progress=Progress(rows))  # fmt: skip
+    if not progress.done.is_set():
+        raise RuntimeError("the commits did not cover every row in time")
+    return rows / progress.seconds
+
+
+def spark_rounds(
+    bootstrap: str, url: str, rows: int, files: int, rounds: int
+) -> list[tuple[str, float]]:
+    data = sample_data(rows, files)
+    spark_typed.BLOCKS = True
+    avro = {"connector.class": "formats:EncodingSparkSource", "key.converter": AVRO,
+            "value.converter": AVRO, "key.converter.schema.registry.url": url,
+            "value.converter.schema.registry.url": url}  # fmt: skip
+    results: list[tuple[str, float]] = []
+    for n in range(rounds):
+        for name, extra in (("json", {}), ("avro", avro)):
+            rate = anyio.run(spark_round, data, bootstrap, rows, extra)
+            results.append((name, rate))
+            print(f"  round {n + 1} {name}: {rate:,.0f} rows/s", flush=True)
+    return results
+
+
+def spark_table(results: Sequence[tuple[str, float]], rows: int) -> str:
+    lines = [
+        f"SparkSource, {rows:,} rows, 1 task, exactly-once, local[2], same Parquet rows",
+        "| round | json rows/s | avro rows/s | avro ÷ json |",
+        "|---:|---:|---:|---:|",
+    ]
+    pairs = [(results[i][1], results[i + 1][1]) for i in range(0, len(results) - 1, 2)]
+    for n, (j, a) in enumerate(pairs, start=1):
+        lines.append(f"| {n} | {j:,.0f} | {a:,.0f} | {a / j:.2f} |")
+    ratio = statistics.median(a / j for j, a in pairs)
+    lines.append(f"target avro >= 0.8 x json: median {ratio:.2f}, "
+                 f"{'met' if ratio >= 0.8 else 'NOT met'}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--records", type=int, default=100_000, help="records per part-1 round")
+    parser.add_argument("--part", default="1,2")
+    args = parser.parse_args()
+    bench_process()
+    parts = args.part.split(",")
+    registry = DevRegistry(Path(tempfile.mkdtemp(prefix="eos-bench-registry-")))
+    url = registry.start(0).url
+    try:
+        if "1" in parts:
+            print(converter_table("Part 1a: VerifiableSource records (about 100 B of JSON)",
+                                  verifiable_rounds(url, args.records, args.rounds)))  # fmt: skip
+            data = sample_data(args.rows, args.files)
+            print(converter_table("Part 1b: SparkSource sample rows (9 columns)",
+                                  sample_rounds(url, data, args.records, args.rounds)))  # fmt: skip
+        if "2" in parts:
+            with bench_broker(None) as (bootstrap, _pids):
+                results = spark_rounds(bootstrap, url, args.rows, args.files, args.rounds)
+            print(spark_table(results, args.rows))
+    finally:
+        registry.stop()
+    print(json.dumps({"when": datetime.datetime.now(datetime.UTC).isoformat()}))
+
+
+if __name__ == "__main__":
+    main()
