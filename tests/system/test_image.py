@@ -61,11 +61,14 @@ def test_version_and_runtime(eos_image: str) -> None:
 
 def test_demo_of_make_run_exactly_once(eos_image: str, bootstrap: str) -> None:
     """``eos run`` in the container: Spark reads the 100 000-row sample into Kafka, the
-    topic read back read_committed holds every id once; then a clean stop on SIGTERM."""
+    topic read back read_committed holds every id once; then a clean stop on SIGTERM.
+    As the Helm chart runs it: a read-only root file system, scratch space (owned by the
+    container's user, as an emptyDir with fsGroup is) on /tmp and /var/lib/eos only."""
     name = f"eos-demo-{uuid.uuid4().hex[:8]}"
+    scratch = ("--read-only", "--tmpfs", "/tmp:rw,U", "--tmpfs", "/var/lib/eos:rw,U")
     command = podman_run(
         eos_image, "run", "--bootstrap-servers", bootstrap, "--rest-port", str(free_port()),
-        name=name,
+        name=name, options=scratch,
     )  # fmt: skip
     lines: list[str] = []
     give_up = threading.Timer(DEMO_TIMEOUT, stop, [name, 0])
