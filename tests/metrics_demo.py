@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -160,6 +161,13 @@ def dashboard_queries(path: Path) -> list[tuple[str, str, str]]:
         for target in panel.get("targets", []):
             found.append((panel["title"], target.get("legendFormat", ""), target["expr"]))
     return found
+
+
+def variable_query(variable: dict[str, Any]) -> str:
+    """The query of a dashboard's query variable (Grafana's ``{"query": ..., "refId": ...}``
+    or the older plain string)."""
+    query = variable["query"]
+    return str(query["query"] if isinstance(query, dict) else query)
 
 
 def substitute(expr: str, variables: dict[str, str] = VARIABLES) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.metrics_demo import variable_query
 from tests.unit.test_metrics_definitions import families
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,8 +141,8 @@ def test_overview_has_a_cluster_row() -> None:
 def test_drilldown_has_connector_and_task_variables() -> None:
     dashboard = load(GRAFANA / "dashboards" / "eos-connector.json")
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
-    assert variables["connector"]["definition"] == "label_values(eos_task_state, connector)"
-    assert "$connector" in variables["task"]["definition"]
+    assert variable_query(variables["connector"]) == "label_values(eos_task_state, connector)"
+    assert "$connector" in variable_query(variables["task"])
     for expr in exprs(dashboard):
         if expr.count("eos_task_"):
             assert '$connector"' in expr, expr
