@@ -147,8 +147,14 @@ def image_exists(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", ref], check=False).returncode == 0
 
 
+def image_id(ref: str) -> str | None:
+    if not image_exists(ref):
+        return None
+    return run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
+
+
 def prune(keep: str) -> None:
-    """Remove the other tags of ``keep``'s repository (earlier keys): they only take space."""
+    """Remove the images of ``keep``'s repository built for earlier keys: 1.3 GB each."""
     repository = keep.rsplit(":", 1)[0]
     listed = run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", repository])
     for ref in set(listed.split()) - {keep}:
@@ -183,7 +189,6 @@ def ensure_base(sources: str) -> str:
         partial.rename(tar)
         log(f"base root file system in {time.monotonic() - started:.0f} s: {tar}")
     run(["podman", "import", "--quiet", tar, ref], timeout=600)
-    prune(ref)
     return ref
 
 
@@ -251,7 +256,6 @@ def ensure_app(base: str, constraints: str) -> str:
         timeout=1800,
     )  # fmt: skip
     shutil.rmtree(context, ignore_errors=True)
-    prune(ref)
     log(f"worker image in {time.monotonic() - started:.0f} s: {ref}")
     return ref
 
@@ -323,7 +327,12 @@ def build(tag: str = "eos:latest", *, rebuild: bool = False) -> str:
                 capture_output=True, check=False,
             )  # fmt: skip
         app = ensure_app(base, constraints)
+        previous = image_id(tag)
         tag_latest(app, tag)
+        if previous and previous != image_id(tag):  # untagged now: it holds its parents
+            subprocess.run(["podman", "rmi", previous], capture_output=True, check=False)
+        prune(app)
+        prune(base)
     return tag
 
 
