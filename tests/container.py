@@ -9,29 +9,22 @@ gives the command line of a container.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import uuid
-from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-BUILDER = REPO / "deploy" / "image" / "build_image.py"
+from tests.scripts import load_script
+
 TAG = "localhost/eos:latest"
 
 
 def builder() -> ModuleType:
-    """``deploy/image/build_image.py`` as a module (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("build_image", BUILDER)
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``deploy/image/build_image.py`` as a module."""
+    return load_script("deploy/image/build_image.py")
 
 
 def podman_run(image: str, *args: str, name: str = "", options: tuple[str, ...] = ()) -> list[str]:

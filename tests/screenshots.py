@@ -27,11 +27,9 @@ from typing import Any
 
 import anyio
 
-from metrics import PrometheusObserver
-from services.http import serve_metrics
 from tests.debian import ensure_commands
-from tests.metrics_demo import DASHBOARDS, ScriptedWorkload, substitute
-from tests.prometheus_server import REPO, PrometheusServer, start_prometheus
+from tests.metrics_demo import DASHBOARDS, scraped_workload, substitute
+from tests.prometheus_server import REPO
 
 OUT = REPO / "docs" / "screenshots"
 WINDOW = (1200, 1080)
@@ -123,27 +121,14 @@ def screenshot(url: str, out: Path) -> None:
 
 
 async def _main(seconds: float, out: Path) -> None:
-    observer = PrometheusObserver()
-    workload = ScriptedWorkload(observer)
-    with tempfile.TemporaryDirectory() as workdir:
-        async with anyio.create_task_group() as tg:
-            port = await tg.start(serve_metrics, observer.registry, "127.0.0.1", 0)
-            prom: PrometheusServer = await anyio.to_thread.run_sync(
-                lambda: start_prometheus([f"127.0.0.1:{port}"], Path(workdir))
-            )
-            try:
-                tg.start_soon(workload.run)
-                await prom.targets_up()
-                started = time.monotonic()
-                await anyio.sleep(seconds)
-                minutes = max(1, round((time.monotonic() - started) / 60))
-                for shot in shots(minutes):
-                    path = out / f"{shot.name}.png"
-                    await anyio.to_thread.run_sync(screenshot, prom.url + shot.path, path)
-                    print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
-            finally:
-                prom.stop()
-            tg.cancel_scope.cancel()
+    async with scraped_workload() as prom:
+        started = time.monotonic()
+        await anyio.sleep(seconds)
+        minutes = max(1, round((time.monotonic() - started) / 60))
+        for shot in shots(minutes):
+            path = out / f"{shot.name}.png"
+            await anyio.to_thread.run_sync(screenshot, prom.url + shot.path, path)
+            print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
 
 
 def main() -> None:
