@@ -12,7 +12,7 @@ export EOS_CACHE_DIR := $(CACHE)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: install help run stop test lint typecheck unit bench kafka dashboards clean clean-cache
+.PHONY: install help run stop test lint typecheck unit bench kafka dashboards kubernetes image clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,12 @@ bench: $(STAMP) ## the benchmark tables under bench/
 
 dashboards: $(STAMP) ## regenerate deploy/grafana/dashboards/*.json from their generator
 	$(BIN)/python deploy/grafana/build_dashboards.py
+
+kubernetes: $(STAMP) ## the Helm chart's copies of the alerts and dashboards, and the manifests it renders
+	$(BIN)/python deploy/kubernetes/build_manifests.py
+
+image: $(STAMP) ## the worker's container image eos:latest (podman; cached in .cache/image)
+	$(BIN)/python deploy/image/build_image.py
 
 clean: ## remove .venv and tool caches (keeps downloads in .cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

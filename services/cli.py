@@ -12,6 +12,7 @@ from pathlib import Path
 
 from aiokafka.errors import KafkaError
 
+import eos
 from eos.errors import EosError
 from services import dev_kafka, log_setup
 
@@ -75,16 +76,21 @@ def _run(args: argparse.Namespace) -> int:
     from services.main_job import main_job
     from services.worker_service import tune_gc
 
-    kafka = dev_kafka.DevKafka(args.data_dir)
-    state = kafka.running()
-    if state is None:
-        state = kafka.start(1, args.port)
-        print(f"started Kafka {state.version} at {state.bootstrap} (data: {state.data_dir})")
+    bootstrap = args.bootstrap_servers
+    if bootstrap:
+        print(f"using the Kafka at {bootstrap}")
     else:
-        print(f"using the Kafka that already runs at {state.bootstrap}")
+        kafka = dev_kafka.DevKafka(args.data_dir)
+        state = kafka.running()
+        if state is None:
+            state = kafka.start(1, args.port)
+            print(f"started Kafka {state.version} at {state.bootstrap} (data: {state.data_dir})")
+        else:
+            print(f"using the Kafka that already runs at {state.bootstrap}")
+        bootstrap = state.bootstrap
     data = dev_kafka.cache_dir() / "run" / "orders"
     tune_gc()
-    return 0 if anyio.run(main_job, state.bootstrap, data, args.rest_port) else 1
+    return 0 if anyio.run(main_job, bootstrap, data, args.rest_port) else 1
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -101,6 +107,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="eos", description="exactly-once into Apache Kafka")
+    top.add_argument("--version", action="version", version=f"eos {eos.__version__}")
     top.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
     sub = top.add_subparsers(dest="command", required=True)
 
@@ -123,7 +130,12 @@ def parser() -> argparse.ArgumentParser:
     dr.set_defaults(func=_dev_registry)
 
     worker = sub.add_parser("worker", help="run a worker (REST API, connectors from files)")
-    worker.add_argument("worker_config", help="worker settings (.properties, .yaml or .json)")
+    worker.add_argument(
+        "worker_config",
+        nargs="?",
+        help="worker settings (.properties, .yaml or .json); EOS_* environment variables "
+        "add to them and win (EOS_BOOTSTRAP_SERVERS is bootstrap.servers)",
+    )
     worker.add_argument("connector_configs", nargs="*", help="connectors to create or update")
     worker.set_defaults(func=_worker)
 
@@ -137,6 +149,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, default=9092, help="Kafka's first port")
     run.add_argument("--rest-port", type=int, default=8083, help="the worker's REST port")
     run.add_argument("--data-dir", type=Path, default=None)
+    run.add_argument(
+        "--bootstrap-servers", default=None, help="use this Kafka instead of a local one"
+    )
     run.set_defaults(func=_run)
 
     from services.client.commands import add_commands

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Mapping, Sequence
 from typing import cast
@@ -26,6 +27,7 @@ from eos.runtime.observer import WorkerObserver
 from eos.runtime.plugins import reserved_worker_prefixes
 from eos.runtime.worker import Worker
 from metrics import PrometheusObserver
+from services.env_settings import settings_from_env
 from services.http import (
     METRICS_LISTENERS,
     METRICS_PREFIX,
@@ -146,10 +148,25 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-def main(worker_file: str, connector_files: Sequence[str]) -> int:
+def load_worker_settings(worker_file: str | None, environ: Mapping[str, str]) -> WorkerConfig:
+    """The settings of ``worker_file`` (if any) and of the ``EOS_*`` environment variables
+    (:mod:`services.env_settings`), which win; only the names taken from the environment
+    are logged."""
+    props = load_config_file(worker_file) if worker_file else {}
+    from_env = settings_from_env(environ)
+    if from_env:
+        log.info("settings from the environment", settings=sorted(from_env))
+    return worker_settings({**props, **from_env})
+
+
+def main(
+    worker_file: str | None,
+    connector_files: Sequence[str],
+    environ: Mapping[str, str] = os.environ,
+) -> int:
     tune_gc()
     raise_open_files_limit()  # hundreds of tasks hold two sockets each
-    settings = worker_settings(load_config_file(worker_file))
+    settings = load_worker_settings(worker_file, environ)
     connectors = [load_config_file(path) for path in connector_files]
     try:
         anyio.run(run_worker, settings, connectors)

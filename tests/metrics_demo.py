@@ -14,13 +14,16 @@ then evaluates the overview dashboard's "Transactions / s" panel with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -162,6 +165,13 @@ def dashboard_queries(path: Path) -> list[tuple[str, str, str]]:
     return found
 
 
+def variable_query(variable: dict[str, Any]) -> str:
+    """The query of a dashboard's query variable (Grafana's ``{"query": ..., "refId": ...}``
+    or the older plain string)."""
+    query = variable["query"]
+    return str(query["query"] if isinstance(query, dict) else query)
+
+
 def substitute(expr: str, variables: dict[str, str] = VARIABLES) -> str:
     """A dashboard query as Grafana would send it (longest variable names first)."""
     for name in sorted(variables, key=len, reverse=True):
@@ -224,7 +234,10 @@ def render(series: list[tuple[str, list[tuple[float, float]]]], title: str, out:
     plt.close(fig)
 
 
-async def _main(seconds: float, out: Path, title: str) -> None:
+@contextlib.asynccontextmanager
+async def scraped_workload() -> AsyncIterator[PrometheusServer]:
+    """The scripted workload running, served by :func:`services.http.serve_metrics` and
+    scraped every second by a real Prometheus (alert rules loaded), once it is up."""
     observer = PrometheusObserver()
     workload = ScriptedWorkload(observer)
     with tempfile.TemporaryDirectory() as workdir:
@@ -236,12 +249,17 @@ async def _main(seconds: float, out: Path, title: str) -> None:
             try:
                 tg.start_soon(workload.run)
                 await prom.targets_up()
-                start = time.time()
-                await anyio.sleep(seconds)
-                series = await panel_series(prom, title, start + 30, time.time())
+                yield prom
             finally:
                 prom.stop()
-            tg.cancel_scope.cancel()
+                tg.cancel_scope.cancel()
+
+
+async def _main(seconds: float, out: Path, title: str) -> None:
+    async with scraped_workload() as prom:
+        start = time.time()
+        await anyio.sleep(seconds)
+        series = await panel_series(prom, title, start + 30, time.time())
     render(series, title, out)
     print(f"wrote {out} ({len(series)} series, {seconds:.0f}s of data)")
 

@@ -1,13 +1,32 @@
-"""Writes the Grafana dashboards under deploy/grafana/dashboards/ (checked in).
+"""Writes the Grafana dashboards under deploy/grafana/dashboards/ (checked in), built with
+Grafana's own SDK (grafana-foundation-sdk: typed builders of Grafana 11's dashboard model).
 
     python deploy/grafana/build_dashboards.py          # rewrite the JSON files
     python deploy/grafana/build_dashboards.py --check  # exit 1 if they are stale
 
-Plain dicts in Grafana's dashboard JSON model (schemaVersion 39, Grafana 10/11).
-Every panel queries the Prometheus data source chosen by the ``datasource``
-variable. The integration test evaluates every ``expr`` here against a real
-Prometheus, so keep them plain PromQL plus Grafana's ``$__rate_interval``,
-``$connector`` and ``$task``.
+Every panel queries the Prometheus data source chosen by the ``datasource`` variable.
+The integration test evaluates every ``expr`` here against a real Prometheus, so keep
+them plain PromQL plus Grafana's ``$__rate_interval``, ``$connector`` and ``$task``.
+
+A panel is a call of :func:`timeseries`, :func:`stat`, :func:`table` or :func:`heatmap`
+with a title, a description and its queries, placed with ``lay.add(panel, width,
+height)`` after the ``lay.row(...)`` it belongs to, e.g.::
+
+    lay.add(
+        timeseries(
+            "Records / s",
+            "Records polled and written.",
+            targets(
+                (f"sum(rate(eos_task_records_polled_total[{RI}]))", "polled"),
+                (f"sum(rate(eos_task_records_written_total[{RI}]))", "written"),
+            ),
+            "rps",
+        ),
+        12,
+        8,
+    )
+
+The SDK's builders take anything else a panel can have (overrides, thresholds, ...).
 """
 
 from __future__ import annotations
@@ -15,84 +34,101 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.builders import heatmap as heatmap_panel
+from grafana_foundation_sdk.builders import prometheus
+from grafana_foundation_sdk.builders import stat as stat_panel
+from grafana_foundation_sdk.builders import table as table_panel
+from grafana_foundation_sdk.builders import timeseries as timeseries_panel
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models import heatmap as heatmap_model
+from grafana_foundation_sdk.models import prometheus as prometheus_model
 
 OUT = Path(__file__).resolve().parent / "dashboards"
-DS = {"type": "prometheus", "uid": "${datasource}"}
+DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
 RI = "$__rate_interval"
 
-Json = dict[str, Any]
+Panel = timeseries_panel.Panel | stat_panel.Panel | table_panel.Panel | heatmap_panel.Panel
+Query = prometheus.Dataquery
 
 
 class Layout:
-    """Places panels left to right in a 24-column grid and numbers them."""
+    """Places panels left to right in a 24-column grid, a row header above each group,
+    and numbers them."""
 
     def __init__(self) -> None:
-        self.panels: list[Json] = []
+        self.items: list[Panel | dash.Row] = []
         self.x = 0
         self.y = 0
         self.row_h = 0
 
-    def add(self, panel: Json, w: int, h: int) -> None:
+    def add(self, panel: Panel, w: int, h: int) -> None:
         if self.x + w > 24:
             self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-        panel["id"] = len(self.panels) + 1
-        panel["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
-        self.panels.append(panel)
+        self._place(panel, w, h)
         self.x += w
         self.row_h = max(self.row_h, h)
 
     def row(self, title: str) -> None:
         if self.x:
             self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-        self.add({"type": "row", "title": title, "collapsed": False, "panels": []}, 24, 1)
+        self._place(dash.Row(title).collapsed(False), 24, 1)
         self.x, self.y, self.row_h = 0, self.y + 1, 0
 
-
-def target(expr: str, legend: str = "", ref: int = 0, **extra: Any) -> Json:
-    return {
-        "refId": chr(ord("A") + ref),
-        "datasource": DS,
-        "expr": expr,
-        "legendFormat": legend or "__auto",
-        "range": True,
-        **extra,
-    }
+    def _place(self, item: Panel | dash.Row, w: int, h: int) -> None:
+        item.id(len(self.items) + 1).grid_pos(model.GridPos(h=h, w=w, x=self.x, y=self.y))
+        self.items.append(item)
 
 
-def targets(*pairs: tuple[str, str]) -> list[Json]:
+def target(expr: str, legend: str = "", ref: int = 0) -> Query:
+    return (
+        Query()
+        .ref_id(chr(ord("A") + ref))
+        .datasource(DS)
+        .expr(expr)
+        .legend_format(legend or "__auto")
+        .range()
+    )
+
+
+def targets(*pairs: tuple[str, str]) -> list[Query]:
     return [target(expr, legend, i) for i, (expr, legend) in enumerate(pairs)]
 
 
 def timeseries(
-    title: str, description: str, queries: list[Json], unit: str = "short", *, stack: bool = False
-) -> Json:
-    return {
-        "type": "timeseries",
-        "title": title,
-        "description": description,
-        "datasource": DS,
-        "targets": queries,
-        "fieldConfig": {
-            "defaults": {
-                "unit": unit,
-                "min": 0,
-                "custom": {
-                    "drawStyle": "line",
-                    "lineWidth": 1,
-                    "fillOpacity": 20 if stack else 10,
-                    "showPoints": "never",
-                    "spanNulls": False,
-                    "stacking": {"mode": "normal" if stack else "none", "group": "A"},
-                },
-            },
-            "overrides": [],
-        },
-        "options": {
-            "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
-            "tooltip": {"mode": "multi", "sort": "desc"},
-        },
-    }
+    title: str, description: str, queries: list[Query], unit: str = "short", *, stack: bool = False
+) -> timeseries_panel.Panel:
+    stacking = common.StackingMode.NORMAL if stack else common.StackingMode.NONE
+    return (
+        timeseries_panel.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .targets(list(queries))
+        .unit(unit)
+        .min(0)
+        .draw_style(common.GraphDrawStyle.LINE)
+        .line_width(1)
+        .fill_opacity(20 if stack else 10)
+        .show_points(common.VisibilityMode.NEVER)
+        .span_nulls(False)
+        .stacking(common_builders.StackingConfig().mode(stacking).group("A"))
+        .legend(
+            common_builders.VizLegendOptions()
+            .display_mode(common.LegendDisplayMode.LIST)
+            .placement(common.LegendPlacement.BOTTOM)
+            .show_legend(True)
+        )
+        .tooltip(
+            common_builders.VizTooltipOptions()
+            .mode(common.TooltipDisplayMode.MULTI)
+            .sort(common.SortOrder.DESCENDING)
+        )
+    )
 
 
 def stat(
@@ -104,69 +140,62 @@ def stat(
     *,
     legend: str = "",
     text_mode: str = "auto",
-) -> Json:
-    """One number per series; ``text_mode="name"`` shows the legend instead (e.g.
-    which instance), ``"value_and_name"`` both."""
-    steps: list[Json] = [{"color": "green", "value": None}]
+) -> stat_panel.Panel:
+    """One number per series; ``text_mode="name"`` shows the legend instead (e.g. which
+    instance), ``"value_and_name"`` both."""
+    steps = [model.Threshold(value=None, color="green")]
     if red_at is not None:
-        steps.append({"color": "red", "value": red_at})
-    return {
-        "type": "stat",
-        "title": title,
-        "description": description,
-        "datasource": DS,
-        "targets": [target(expr, legend, 0, instant=True, range=False)],
-        "fieldConfig": {
-            "defaults": {
-                "unit": unit,
-                "thresholds": {"mode": "absolute", "steps": steps},
-                "color": {"mode": "thresholds"},
-            },
-            "overrides": [],
-        },
-        "options": {
-            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-            "colorMode": "background",
-            "graphMode": "area",
-            "textMode": text_mode,
-        },
-    }
+        steps.append(model.Threshold(value=red_at, color="red"))
+    return (
+        stat_panel.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .with_target(target(expr, legend).instant())
+        .unit(unit)
+        .thresholds(dash.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps))
+        .color_scheme(dash.FieldColor().mode(model.FieldColorModeId.THRESHOLDS))
+        .reduce_options(
+            common_builders.ReduceDataOptions().calcs(["lastNotNull"]).fields("").values(False)
+        )
+        .color_mode(common.BigValueColorMode.BACKGROUND)
+        .graph_mode(common.BigValueGraphMode.AREA)
+        .text_mode(common.BigValueTextMode(text_mode))
+    )
 
 
-def table(title: str, description: str, expr: str) -> Json:
-    return {
-        "type": "table",
-        "title": title,
-        "description": description,
-        "datasource": DS,
-        "targets": [target(expr, "", 0, instant=True, range=False, format="table")],
-        "fieldConfig": {"defaults": {}, "overrides": []},
-        "options": {"showHeader": True},
-        "transformations": [
-            {
-                "id": "organize",
-                "options": {"excludeByName": {"Time": True, "Value": True}},
-            }
-        ],
-    }
+def table(title: str, description: str, expr: str) -> table_panel.Panel:
+    hidden = {"excludeByName": {"Time": True, "Value": True}}
+    return (
+        table_panel.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .with_target(target(expr).instant().format(prometheus_model.PromQueryFormat.TABLE))
+        .show_header(True)
+        .with_transformation(model.DataTransformerConfig(id_val="organize", options=hidden))
+    )
 
 
-def heatmap(title: str, description: str, expr: str) -> Json:
-    return {
-        "type": "heatmap",
-        "title": title,
-        "description": description,
-        "datasource": DS,
-        "targets": [target(expr, "{{le}}", 0, format="heatmap")],
-        "options": {
-            "calculate": False,
-            "yAxis": {"axisPlacement": "left", "unit": "short"},
-            "cellGap": 1,
-            "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
-            "tooltip": {"show": True, "yHistogram": False},
-        },
-        "fieldConfig": {"defaults": {}, "overrides": []},
-    }
+def heatmap(title: str, description: str, expr: str) -> heatmap_panel.Panel:
+    return (
+        heatmap_panel.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .with_target(target(expr, "{{le}}").format(prometheus_model.PromQueryFormat.HEATMAP))
+        .calculate(False)
+        .y_axis(heatmap_panel.YAxisConfig().axis_placement(common.AxisPlacement.LEFT).unit("short"))
+        .cell_gap(1)
+        .color(
+            heatmap_panel.HeatmapColorOptions()
+            .mode(heatmap_model.HeatmapColorMode.SCHEME)
+            .scheme("Oranges")
+            .steps(64)
+        )
+        .mode(common.TooltipDisplayMode.SINGLE)
+        .hide_y_histogram()
+    )
 
 
 def quantiles(metric: str, by: str = "", selector: str = "") -> list[tuple[str, str]]:
@@ -181,69 +210,64 @@ def quantiles(metric: str, by: str = "", selector: str = "") -> list[tuple[str, 
     ]
 
 
-def datasource_variable() -> Json:
-    return {
-        "name": "datasource",
-        "label": "Data source",
-        "type": "datasource",
-        "query": "prometheus",
-        "current": {},
-        "hide": 0,
-        "refresh": 1,
-        "regex": "",
-        "options": [],
-    }
-
-
-def query_variable(name: str, query: str, *, multi: bool, include_all: bool) -> Json:
-    return {
-        "name": name,
-        "label": name,
-        "type": "query",
-        "datasource": DS,
-        "definition": query,
-        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-        "refresh": 2,
-        "sort": 3,
-        "multi": multi,
-        "includeAll": include_all,
-        "allValue": ".*" if include_all else None,
-        "current": {},
-        "hide": 0,
-        "options": [],
-        "regex": "",
-    }
+def query_variable(name: str, query: str, *, multi: bool, include_all: bool) -> dash.QueryVariable:
+    variable = (
+        dash.QueryVariable(name)
+        .label(name)
+        .datasource(DS)
+        .query({"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"})
+        .hide(model.VariableHide.DONT_HIDE)
+        .regex("")
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(model.VariableSort.NUMERICAL_ASC)
+        .multi(multi)
+        .include_all(include_all)
+    )
+    return variable.all_value(".*") if include_all else variable
 
 
 def dashboard(
-    uid: str, title: str, description: str, layout: Layout, variables: list[Json]
-) -> Json:
-    return {
-        "uid": uid,
-        "title": title,
-        "description": description,
-        "tags": ["eos", "kafka"],
-        "timezone": "browser",
-        "editable": True,
-        "graphTooltip": 1,
-        "schemaVersion": 39,
-        "version": 1,
-        "refresh": "30s",
-        "time": {"from": "now-1h", "to": "now"},
-        "annotations": {"list": []},
-        "links": [
-            {
-                "type": "dashboards",
-                "tags": ["eos"],
-                "title": "eos dashboards",
-                "asDropdown": True,
-                "includeVars": False,
-                "keepTime": True,
-            }
-        ],
-        "templating": {"list": [datasource_variable(), *variables]},
-        "panels": layout.panels,
-    }
+    uid: str,
+    title: str,
+    description: str,
+    layout: Layout,
+    variables: list[dash.QueryVariable],
+) -> dash.Dashboard:
+    board = (
+        dash.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags(["eos", "kafka"])
+        .timezone("browser")
+        .editable()
+        .tooltip(model.DashboardCursorSync.CROSSHAIR)
+        .refresh("30s")
+        .time("now-1h", "now")
+        .version(1)
+        .link(
+            dash.DashboardLink("eos dashboards")
+            .type(model.DashboardLinkType.DASHBOARDS)
+            .tags(["eos"])
+            .as_dropdown(True)
+            .include_vars(False)
+            .keep_time(True)
+        )
+        .with_variable(
+            dash.DatasourceVariable("datasource")
+            .label("Data source")
+            .type("prometheus")
+            .hide(model.VariableHide.DONT_HIDE)
+            .regex("")
+        )
+    )
+    for variable in variables:
+        board.with_variable(variable)
+    for item in layout.items:
+        if isinstance(item, dash.Row):
+            board.with_row(item)
+        else:
+            board.with_panel(item)
+    return board
 
 
 #: Workers of the newest generation: a worker expelled from the group (a zombie)
@@ -430,19 +454,17 @@ def cluster_row(lay: Layout) -> None:
         ),
         "s",
     )
-    scheduled["fieldConfig"]["overrides"] = [
-        {
-            "matcher": {"id": "byFrameRefID", "options": "B"},
-            "properties": [
-                {"id": "unit", "value": "short"},
-                {"id": "custom.axisPlacement", "value": "right"},
-            ],
-        }
-    ]
+    scheduled.override_by_query(
+        "B",
+        [
+            model.DynamicConfigValue(id_val="unit", value="short"),
+            model.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+        ],
+    )
     lay.add(scheduled, 6, 8)
 
 
-def overview() -> Json:
+def overview() -> dash.Dashboard:
     on_workers = "and on (job, instance) eos_worker_generation"
     lay = Layout()
     lay.row("Tasks")
@@ -714,7 +736,7 @@ def overview() -> Json:
     )
 
 
-def drilldown() -> Json:
+def drilldown() -> dash.Dashboard:
     sel = '{connector=~"$connector", task=~"$task"}'
     con = '{connector=~"$connector"}'
     lay = Layout()
@@ -940,7 +962,10 @@ DASHBOARDS = {"eos-overview.json": overview, "eos-connector.json": drilldown}
 
 
 def render() -> dict[str, str]:
-    return {name: json.dumps(build(), indent=2) + "\n" for name, build in DASHBOARDS.items()}
+    return {
+        name: json.dumps(build().build(), cls=JSONEncoder, indent=2) + "\n"
+        for name, build in DASHBOARDS.items()
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -21,6 +21,7 @@ from tests.metrics_demo import (
     ScriptedWorkload,
     dashboard_queries,
     substitute,
+    variable_query,
 )
 from tests.prometheus_server import ALERT_RULES, PrometheusServer, serving, start_prometheus
 
@@ -117,7 +118,7 @@ async def test_template_variables_list_values(
     scraped: Scraped, path: str, variable: str, expected: set[str]
 ) -> None:
     (definition,) = [
-        v["definition"]
+        variable_query(v)
         for v in yaml.safe_load((DASHBOARDS / path).read_text())["templating"]["list"]
         if v["name"] == variable
     ]

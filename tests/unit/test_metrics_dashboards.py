@@ -3,7 +3,6 @@ generator, well-formed, and referring only to metrics that exist."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.metrics_demo import variable_query
+from tests.scripts import load_script
 from tests.unit.test_metrics_definitions import families
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,14 +25,7 @@ OTHER_METRICS = {"process_cpu_seconds_total", "process_resident_memory_bytes"}
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_dashboards", GRAFANA / "build_dashboards.py"
-    )
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("deploy/grafana/build_dashboards.py")
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -140,8 +134,8 @@ def test_overview_has_a_cluster_row() -> None:
 def test_drilldown_has_connector_and_task_variables() -> None:
     dashboard = load(GRAFANA / "dashboards" / "eos-connector.json")
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
-    assert variables["connector"]["definition"] == "label_values(eos_task_state, connector)"
-    assert "$connector" in variables["task"]["definition"]
+    assert variable_query(variables["connector"]) == "label_values(eos_task_state, connector)"
+    assert "$connector" in variable_query(variables["task"])
     for expr in exprs(dashboard):
         if expr.count("eos_task_"):
             assert '$connector"' in expr, expr

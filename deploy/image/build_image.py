@@ -1,0 +1,357 @@
+"""Builds the container image ``eos:latest`` of the worker (``make image``).
+
+    python deploy/image/build_image.py [--tag eos:latest] [--rebuild]
+
+No image can be pulled from a registry here, so the base is made from Debian packages:
+``mmdebstrap`` writes a root file system of Debian bookworm with Python 3.11, a JRE for
+Spark and tini (from the Debian sources the machine's apt uses), ``podman import`` makes
+it an image. ``deploy/image/Containerfile`` adds eos and its dependencies, installed from
+wheels only: ``pip wheel`` puts eos and the versions this project's ``.venv`` runs into the
+build context (from ``$PIP_CACHE_DIR``, i.e. ``.cache/pip``, when they are there).
+
+Slow steps run once. The base is keyed by a hash of its recipe and kept as
+``.cache/image/base-<key>.tar`` and as the image ``localhost/eos-base:<key>``; the worker
+image by a hash of the base key, the Containerfile, this file, the pinned versions and
+every file of ``eos/``, ``services/``, ``metrics/`` and ``pyproject.toml`` and
+``README.md``, tagged ``localhost/eos-build:<key>``. ``eos:latest`` is that image plus the
+labels of the source's git revision (a layer-less step of a second). With nothing
+changed a build takes a second or two; ``--rebuild`` starts from scratch.
+
+podman, runc and mmdebstrap are installed from Debian when missing (needs root). podman
+runs with ``--runtime runc`` and lowered limits (``--ulimit nofile=1024:1024``): the
+sandbox this project is developed in has no cgroup support for crun and cannot raise
+limits; both are harmless elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = REPO / "deploy" / "image"
+CACHE = Path(os.environ.get("EOS_CACHE_DIR") or REPO / ".cache") / "image"
+CONTAINERFILE = HERE / "Containerfile"
+SUITE = "bookworm"
+PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "tini", "ca-certificates")
+#: Documentation, manual pages and translations are left out of the base (~60 MB).
+DPKG_OPTIONS = (
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+)
+#: openjdk's post-install script links its manual page: the directory must exist.
+SETUP_HOOK = 'mkdir -p "$1/usr/share/man/man1"'
+EXTRAS = "spark,delta,iceberg,librdkafka"
+SOURCES = ("eos", "services", "metrics", "pyproject.toml", "README.md")
+PODMAN_RUN_FLAGS = (
+    "--runtime",
+    "runc",
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=1024:1024",
+)
+TOOLS = {"podman": "podman", "runc": "runc", "mmdebstrap": "mmdebstrap"}
+LABEL_KEY = "dev.eos.build.key"
+REVISION = "org.opencontainers.image.revision"
+
+
+class ImageError(RuntimeError):
+    """The image could not be built; the message says which step failed and why."""
+
+
+def log(message: str) -> None:
+    print(f"[image] {message}", file=sys.stderr, flush=True)
+
+
+def run(
+    cmd: Sequence[str | Path], *, timeout: float = 60, env: Mapping[str, str] | None = None
+) -> str:
+    """Run ``cmd``; its stdout, or :class:`ImageError` with its output on failure."""
+    args = [str(c) for c in cmd]
+    done = subprocess.run(
+        args, capture_output=True, text=True, check=False, timeout=timeout, env=env
+    )
+    if done.returncode != 0:
+        output = done.stdout[-4000:] + done.stderr[-4000:]
+        raise ImageError(f"{' '.join(args)} failed:\n{output}")
+    return done.stdout
+
+
+def ensure_tools(tools: Iterable[str] = TOOLS) -> None:
+    """Install the Debian packages of the missing ``tools`` (apt-get, as root)."""
+    missing = [TOOLS[t] for t in tools if shutil.which(t) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise ImageError(f"{', '.join(missing)} missing: apt-get install {' '.join(missing)}")
+    log(f"installing {' '.join(missing)} from Debian")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    lock = ("-o", "DPkg::Lock::Timeout=600")
+    run(["apt-get", *lock, "update", "-q"], env=env, timeout=900)
+    run(["apt-get", *lock, "install", "-y", "-q", "--no-install-recommends", *missing],
+        env=env, timeout=900)  # fmt: skip
+
+
+def debian_sources(directory: Path = Path("/etc/apt/sources.list.d")) -> str:
+    """The machine's apt sources of ``SUITE`` (deb822), for the base's packages: the
+    stanzas of ``directory/*.sources`` whose suites are ``SUITE``'s."""
+    stanzas = []
+    for path in sorted(directory.glob("*.sources")):
+        for stanza in path.read_text().split("\n\n"):
+            fields = dict(
+                line.split(":", 1) for line in stanza.splitlines() if re.match(r"^\w[\w-]*:", line)
+            )
+            suites = fields.get("Suites", "").split()
+            if "deb" in fields.get("Types", "").split() and any(
+                s == SUITE or s.startswith(f"{SUITE}-") for s in suites
+            ):
+                stanzas.append(
+                    "\n".join(f"{k}:{v}" for k, v in fields.items() if k != "Types")
+                    + "\nTypes: deb"
+                )
+    if not stanzas:
+        raise ImageError(f"no apt source of Debian {SUITE} in {directory}/*.sources")
+    return "\n\n".join(stanzas) + "\n"
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def base_key(sources: str) -> str:
+    recipe = {"suite": SUITE, "packages": PACKAGES, "dpkg": DPKG_OPTIONS, "hook": SETUP_HOOK}
+    return digest(json.dumps(recipe, sort_keys=True), sources)
+
+
+def image_exists(ref: str) -> bool:
+    return subprocess.run(["podman", "image", "exists", ref], check=False).returncode == 0
+
+
+def image_id(ref: str) -> str | None:
+    if not image_exists(ref):
+        return None
+    return run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
+
+
+def prune(keep: str) -> None:
+    """Remove the images of ``keep``'s repository built for earlier keys: 1.3 GB each."""
+    repository = keep.rsplit(":", 1)[0]
+    listed = run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", repository])
+    for ref in set(listed.split()) - {keep}:
+        subprocess.run(["podman", "rmi", ref], capture_output=True, check=False)
+
+
+def ensure_base(sources: str) -> str:
+    """The base image ``localhost/eos-base:<key>``, made if missing."""
+    key = base_key(sources)
+    ref = f"localhost/eos-base:{key}"
+    if image_exists(ref):
+        return ref
+    tar = CACHE / f"base-{key}.tar"
+    if not tar.exists():
+        started = time.monotonic()
+        log(f"building the base root file system (Debian {SUITE}: {', '.join(PACKAGES)})")
+        ensure_tools(["mmdebstrap"])
+        for old in CACHE.glob("base-*.tar*"):
+            old.unlink()
+        list_file = CACHE / "debian.sources"
+        list_file.write_text(sources)
+        partial = tar.with_suffix(".partial")
+        run(
+            ["mmdebstrap", "--mode=root", "--variant=essential",
+             f"--include={','.join(PACKAGES)}",
+             *(f"--dpkgopt={o}" for o in DPKG_OPTIONS),
+             "--aptopt=Apt::Install-Recommends \"false\"",
+             f"--setup-hook={SETUP_HOOK}",
+             "--format=tar", SUITE, partial, list_file],
+            timeout=1200,
+        )  # fmt: skip
+        partial.rename(tar)
+        log(f"base root file system in {time.monotonic() - started:.0f} s: {tar}")
+    run(["podman", "import", "--quiet", tar, ref], timeout=600)
+    return ref
+
+
+def pinned_versions() -> str:
+    """``name==version`` of every package of the running environment but eos: the
+    versions the project's tests run with, as pip constraints."""
+    pins = {
+        dist.metadata["Name"].lower().replace("_", "-"): dist.version
+        for dist in importlib.metadata.distributions()
+        if dist.metadata["Name"] and dist.metadata["Name"].lower() != "eos"
+    }
+    return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+
+
+def source_files() -> list[Path]:
+    found = []
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_file():
+            found.append(path)
+            continue
+        for file in sorted(path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
+                found.append(file)
+    return found
+
+
+def app_key(base: str, constraints: str) -> str:
+    files = [f"{p.relative_to(REPO)}\0".encode() + p.read_bytes() for p in source_files()]
+    builder = [CONTAINERFILE.read_bytes(), Path(__file__).read_bytes()]
+    return digest(base, constraints, *builder, *files)
+
+
+def version() -> str:
+    text = (REPO / "eos" / "__init__.py").read_text()
+    found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
+    if not found:
+        raise ImageError("no __version__ in eos/__init__.py")
+    return found[1]
+
+
+def ensure_app(base: str, constraints: str) -> str:
+    """The worker image ``localhost/eos-build:<key>``, built if missing."""
+    key = app_key(base, constraints)
+    ref = f"localhost/eos-build:{key}"
+    if image_exists(ref):
+        return ref
+    started = time.monotonic()
+    context = CACHE / "context"
+    shutil.rmtree(context, ignore_errors=True)
+    wheels = context / "wheels"
+    wheels.mkdir(parents=True)
+    (wheels / "constraints.txt").write_text(constraints)
+    log("collecting the wheels of eos and its dependencies")
+    run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
+         "-w", wheels, "-c", wheels / "constraints.txt", f"{REPO}[{EXTRAS}]"],
+        timeout=1200,
+    )  # fmt: skip
+    log("building the worker image")
+    run(
+        ["podman", "build", *PODMAN_RUN_FLAGS, "--format", "docker", "--layers=false",
+         "--build-arg", f"BASE={base}", "--build-arg", f"VERSION={version()}",
+         "--label", f"{LABEL_KEY}={key}", "-f", CONTAINERFILE, "-t", ref, context],
+        timeout=1800,
+    )  # fmt: skip
+    shutil.rmtree(context, ignore_errors=True)
+    log(f"worker image in {time.monotonic() - started:.0f} s: {ref}")
+    return ref
+
+
+def git_revision() -> str:
+    """The commit of the sources, ``-dirty`` if the image's inputs differ from it."""
+    git = ["git", "-C", str(REPO)]
+    try:
+        head = run([*git, "rev-parse", "HEAD"]).strip()
+        changed = run([*git, "status", "--porcelain", "--", *SOURCES, str(HERE)]).strip()
+    except (OSError, ImageError):
+        return "unknown"
+    return f"{head}-dirty" if changed else head
+
+
+def labels(ref: str) -> dict[str, str]:
+    out = run(["podman", "image", "inspect", "--format", "{{json .Labels}}", ref])
+    found: dict[str, str] = json.loads(out) or {}
+    return found
+
+
+def tag_latest(app: str, tag: str) -> None:
+    """``tag`` = ``app`` plus the git revision label, unless it is that already."""
+    revision = git_revision()
+    if image_exists(tag):
+        current = labels(tag)
+        if (
+            current.get(LABEL_KEY) == labels(app).get(LABEL_KEY)
+            and current.get(REVISION) == revision
+        ):
+            return
+    context = CACHE / "label"
+    context.mkdir(parents=True, exist_ok=True)
+    (context / "Containerfile").write_text(f"FROM {app}\nLABEL {REVISION}={json.dumps(revision)}\n")
+    run(
+        ["podman", "build", *PODMAN_RUN_FLAGS, "--format", "docker", "-t", tag, context],
+        timeout=300,
+    )
+
+
+def image_size(ref: str) -> int:
+    return int(run(["podman", "image", "inspect", "--format", "{{.Size}}", ref]).strip())
+
+
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """One build at a time (``make image`` and a test session may both ask)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build(tag: str = "eos:latest", *, rebuild: bool = False) -> str:
+    """Build (or find) the image and tag it ``tag``; returns ``tag``."""
+    ensure_tools()
+    with build_lock():
+        sources = debian_sources()
+        if rebuild:
+            for old in CACHE.glob("base-*.tar"):
+                old.unlink()
+            for ref in (f"localhost/eos-base:{base_key(sources)}", tag):
+                subprocess.run(["podman", "rmi", "--force", ref], capture_output=True, check=False)
+        base = ensure_base(sources)
+        constraints = pinned_versions()
+        if rebuild:
+            subprocess.run(
+                ["podman", "rmi", "--force", f"localhost/eos-build:{app_key(base, constraints)}"],
+                capture_output=True, check=False,
+            )  # fmt: skip
+        app = ensure_app(base, constraints)
+        previous = image_id(tag)
+        tag_latest(app, tag)
+        if previous and previous != image_id(tag):  # untagged now: it holds its parents
+            subprocess.run(["podman", "rmi", previous], capture_output=True, check=False)
+        prune(app)
+        prune(base)
+    return tag
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tag", default="eos:latest")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the base and the image")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        tag = build(args.tag, rebuild=args.rebuild)
+    except (ImageError, subprocess.TimeoutExpired) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    size = image_size(tag)
+    print(f"{tag}: {size / 1e6:.0f} MB, version {version()}, revision {labels(tag).get(REVISION)}"
+          f" ({time.monotonic() - started:.0f} s)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

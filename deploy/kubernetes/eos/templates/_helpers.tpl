@@ -1,0 +1,25 @@
+{{/* The release's name for eos's objects: <release>-eos, or the release if it has "eos" in it. */}}
+{{- define "eos.fullname" -}}
+{{- if contains "eos" .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-eos" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eos.selectorLabels" -}}
+app.kubernetes.io/name: eos
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "eos.labels" -}}
+{{ include "eos.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: worker
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "eos.headless" -}}
+{{ include "eos.fullname" . }}-headless
+{{- end -}}

@@ -1,0 +1,270 @@
+"""deploy/kubernetes: the Helm chart passes ``helm lint``, the committed manifests are what
+it renders, Kubernetes' own schemas accept them (``kubernetes-validate --strict``, offline),
+the PrometheusRule is deploy/prometheus/alerts.yml and passes ``promtool check rules``, and
+what the issue asks of the workers holds in the rendered objects: one group, a stable
+name each, settings from a ConfigMap, secrets through the file config provider, probes on
+/health with Strimzi's timings, a grace period covering the graceful shutdown, a
+PodDisruptionBudget, a non-root read-only container, monitoring resources."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import kubernetes_validate
+import pytest
+import yaml
+
+import eos
+from eos.config.files import parse_properties
+from tests.prometheus_server import ALERT_RULES, promtool
+from tests.scripts import load_script
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+KUBERNETES = REPO / "deploy" / "kubernetes"
+CONTAINERFILE = REPO / "deploy" / "image" / "Containerfile"
+#: The oldest and the newest Kubernetes whose schemas kubernetes-validate bundles.
+VERSIONS = ("1.25.0", "1.37.0")
+CRDS = {"PodMonitor", "PrometheusRule"}
+
+Doc = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def build() -> ModuleType:
+    """The manifests builder, with helm built (once: ~4 minutes cold, cached in .cache/)."""
+    module = load_script("deploy/kubernetes/build_manifests.py")
+    module.ensure_helm()
+    return module
+
+
+@pytest.fixture(scope="module")
+def rendered(build: ModuleType) -> str:
+    return cast(str, build.render())
+
+
+@pytest.fixture(scope="module")
+def docs(rendered: str) -> dict[tuple[str, str], Doc]:
+    found = [d for d in yaml.safe_load_all(rendered) if d]
+    return {(d["kind"], d["metadata"]["name"]): d for d in found}
+
+
+def one(docs: dict[tuple[str, str], Doc], kind: str) -> Doc:
+    (found,) = [d for (k, _), d in docs.items() if k == kind]
+    return found
+
+
+def test_helm_lint_strict(build: ModuleType) -> None:
+    out = build.helm("lint", "--strict", build.CHART)
+    assert "0 chart(s) failed" in out
+
+
+def test_committed_manifests_and_chart_copies_are_current(build: ModuleType) -> None:
+    assert build.stale() == [], "run make kubernetes"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kubernetes_schemas_accept_every_object_strictly(
+    docs: dict[tuple[str, str], Doc], version: str
+) -> None:
+    kinds = set()
+    for (kind, _), doc in docs.items():
+        if kind in CRDS:
+            continue  # no schema bundled: checked below, field by field
+        kubernetes_validate.validate(doc, version, strict=True)
+        kinds.add(kind)
+    assert kinds == {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"}
+
+
+def test_kubernetes_validate_command_accepts_the_committed_manifests(build: ModuleType) -> None:
+    """As a person would run it: only the two Prometheus Operator kinds lack a schema."""
+    command = Path(sys.executable).parent / "kubernetes-validate"
+    done = subprocess.run(
+        [str(command), "-k", "1.33.0", "--strict", str(build.MANIFESTS)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    problems = [line for line in output.splitlines() if not line.startswith("INFO")]
+    assert len(problems) == 2, output
+    assert all("schema for kind PodMonitor" in line or "schema for kind PrometheusRule" in line
+               for line in problems), output  # fmt: skip
+
+
+def test_strict_validation_would_catch_a_mistake(docs: dict[tuple[str, str], Doc]) -> None:
+    broken = copy.deepcopy(one(docs, "StatefulSet"))
+    broken["spec"]["replicas"] = "3"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, VERSIONS[-1], strict=True)
+    broken = copy.deepcopy(one(docs, "StatefulSet"))
+    broken["spec"]["template"]["spec"]["containers"][0]["livenessProbes"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, VERSIONS[-1], strict=True)
+
+
+def test_chart_version_is_eos_version(build: ModuleType) -> None:
+    chart = yaml.safe_load((build.CHART / "Chart.yaml").read_text())
+    assert chart["version"] == chart["appVersion"] == eos.__version__
+
+
+def pod(docs: dict[tuple[str, str], Doc]) -> Doc:
+    spec: Doc = one(docs, "StatefulSet")["spec"]["template"]
+    return spec
+
+
+def worker_properties(docs: dict[tuple[str, str], Doc]) -> dict[str, str]:
+    config = docs[("ConfigMap", "eos-config")]
+    return parse_properties(config["data"]["worker.properties"])
+
+
+def test_workers_are_one_group_with_a_stable_name_each(docs: dict[tuple[str, str], Doc]) -> None:
+    statefulset = one(docs, "StatefulSet")
+    headless = docs[("Service", "eos-headless")]
+    assert statefulset["spec"]["serviceName"] == "eos-headless"
+    assert headless["spec"]["clusterIP"] == "None"
+    assert statefulset["spec"]["replicas"] == 3
+    assert statefulset["spec"]["updateStrategy"]["type"] == "RollingUpdate"  # one at a time
+    (container,) = pod(docs)["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["EOS_REST_ADVERTISED_HOST_NAME"]["value"] == (
+        "$(POD_NAME).eos-headless.$(POD_NAMESPACE).svc"
+    )
+    props = worker_properties(docs)
+    assert props["group.id"] == "eos"
+    assert {props[f"{t}.storage.topic"] for t in ("config", "offset", "status")} == {
+        "eos-configs", "eos-offsets", "eos-status"
+    }  # fmt: skip
+    port = int(props["listeners"].rsplit(":", 1)[1])
+    assert container["ports"] == [{"name": "rest", "containerPort": port}]
+    rest = docs[("Service", "eos")]
+    assert rest["spec"]["ports"][0]["targetPort"] == "rest"
+    labels = pod(docs)["metadata"]["labels"]
+    for service in (rest, headless):
+        assert service["spec"]["selector"].items() <= labels.items()
+
+
+def test_settings_from_a_configmap_and_secrets_through_the_file_provider(
+    build: ModuleType, tmp_path: Path
+) -> None:
+    values = tmp_path / "values.yaml"
+    jaas = "${file:/etc/eos/secrets/kafka.properties:sasl.jaas.config}"
+    values.write_text(yaml.safe_dump({"workerConfig": {"sasl.jaas.config": jaas}}))
+    docs = {
+        (d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(build.render(values)) if d
+    }
+    props = worker_properties(docs)
+    assert props["sasl.jaas.config"] == jaas
+    assert props["config.providers"] == "file"
+    assert props["config.providers.file.class"] == (
+        "org.apache.kafka.common.config.provider.FileConfigProvider"
+    )
+    spec = pod(docs)["spec"]
+    mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    secrets = mounts["/etc/eos/secrets"]
+    assert secrets["readOnly"] is True
+    assert volumes[secrets["name"]]["secret"]["secretName"] == "eos-secrets"
+    config = mounts["/etc/eos/worker.properties"]
+    assert volumes[config["name"]]["configMap"]["name"] == "eos-config"
+    assert spec["containers"][0]["args"] == ["worker", "/etc/eos/worker.properties"]
+
+
+def test_probes_on_health_with_strimzis_timings(docs: dict[tuple[str, str], Doc]) -> None:
+    (container,) = pod(docs)["spec"]["containers"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe] == {
+            "httpGet": {"path": "/health", "port": "rest"},
+            "initialDelaySeconds": 60,
+            "timeoutSeconds": 5,
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        }, probe
+
+
+def test_grace_period_covers_the_graceful_task_shutdown(docs: dict[tuple[str, str], Doc]) -> None:
+    graceful_ms = int(worker_properties(docs)["task.shutdown.graceful.timeout.ms"])
+    assert pod(docs)["spec"]["terminationGracePeriodSeconds"] >= graceful_ms / 1000 + 20
+
+
+def test_disruption_budget_takes_one_worker_at_a_time(docs: dict[tuple[str, str], Doc]) -> None:
+    budget = one(docs, "PodDisruptionBudget")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert (
+        budget["spec"]["selector"]["matchLabels"].items() <= pod(docs)["metadata"]["labels"].items()
+    )
+
+
+def test_non_root_read_only_with_scratch_where_eos_and_spark_write(
+    docs: dict[tuple[str, str], Doc],
+) -> None:
+    spec = pod(docs)["spec"]
+    (container,) = spec["containers"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    image_user = next(
+        line.split()[1]
+        for line in CONTAINERFILE.read_text().splitlines()
+        if line.startswith("USER")
+    )
+    assert f"{spec['securityContext']['runAsUser']}:{spec['securityContext']['runAsGroup']}" == (
+        image_user
+    )
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    scratch = {
+        m["mountPath"] for m in container["volumeMounts"] if "emptyDir" in volumes[m["name"]]
+    }
+    assert scratch == {"/tmp", "/var/lib/eos"}  # Spark's local dir; EOS_CACHE_DIR and HOME
+    assert "EOS_CACHE_DIR=/var/lib/eos" in CONTAINERFILE.read_text()
+
+
+def test_resources_follow_the_sizing_docs(docs: dict[tuple[str, str], Doc]) -> None:
+    (container,) = pod(docs)["spec"]["containers"]
+    resources = container["resources"]
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "2Gi"
+    assert "cpu" not in resources["limits"]  # no CPU throttling of commits
+    assert "100 MiB + 1 MiB per task" in (REPO / "docs" / "sizing.md").read_text()
+
+
+def test_pod_monitor_scrapes_every_worker(docs: dict[tuple[str, str], Doc]) -> None:
+    monitor = one(docs, "PodMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items()
+        <= pod(docs)["metadata"]["labels"].items()
+    )
+    assert monitor["spec"]["podMetricsEndpoints"] == [
+        {"port": "rest", "path": "/metrics", "interval": "15s"}
+    ]
+
+
+def test_prometheus_rule_is_alerts_yml_and_passes_promtool(
+    docs: dict[tuple[str, str], Doc], tmp_path: Path
+) -> None:
+    rule = one(docs, "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert set(rule["spec"]) == {"groups"}
+    assert rule["spec"] == yaml.safe_load(ALERT_RULES.read_text())
+    rules = tmp_path / "rules.yml"
+    rules.write_text(yaml.safe_dump(rule["spec"]))
+    checked = promtool("check", "rules", rules)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 7 rules found" in checked.stdout
+
+
+def test_dashboards_as_configmaps_for_grafanas_sidecar(docs: dict[tuple[str, str], Doc]) -> None:
+    sources = sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))
+    found = {}
+    for (kind, _), config in docs.items():
+        if kind == "ConfigMap" and config["metadata"]["labels"].get("grafana_dashboard") == "1":
+            found.update(config["data"])
+    assert found == {p.name: p.read_text().rstrip("\n") for p in sources}

@@ -1,0 +1,63 @@
+"""The image builder's pure parts: what its cache keys depend on, which apt sources the
+base is made from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.container import builder
+
+DEBIAN = """Types: deb
+URIs: http://mirror.example/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main
+"""
+OTHER = """Types: deb
+URIs: https://vendor.example/apt
+Suites: nodistro
+Components: main
+"""
+
+
+def test_image_key_changes_with_base_versions_and_sources() -> None:
+    build = builder()
+    constraints = build.pinned_versions()
+    key = build.app_key("base", constraints)
+    assert key == build.app_key("base", constraints)
+    assert key != build.app_key("base", constraints + "extra==1\n")
+    assert key != build.app_key("other-base", constraints)
+    names = {p.name for p in build.source_files()}
+    assert {"worker_service.py", "pyproject.toml", "README.md"} <= names
+    assert not any(p.suffix == ".pyc" for p in build.source_files())
+
+
+def test_pinned_versions_are_the_environments_without_eos() -> None:
+    pins = builder().pinned_versions().splitlines()
+    assert any(line.startswith("aiokafka==") for line in pins)
+    assert not any(line.startswith("eos==") for line in pins)
+
+
+def test_base_comes_from_the_machines_debian_sources(tmp_path: Path) -> None:
+    (tmp_path / "debian.sources").write_text(DEBIAN)
+    (tmp_path / "vendor.sources").write_text(OTHER)
+    (tmp_path / "old.sources.disabled").write_text(DEBIAN.replace("bookworm", "bullseye"))
+    build = builder()
+    sources = build.debian_sources(tmp_path)
+    assert sources.count("Types: deb") == 2
+    assert "vendor.example" not in sources
+    assert build.base_key(sources) != build.base_key(sources.replace("main", "main contrib"))
+
+
+def test_no_debian_source_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "vendor.sources").write_text(OTHER)
+    build = builder()
+    with pytest.raises(build.ImageError, match="no apt source of Debian bookworm"):
+        build.debian_sources(tmp_path)
