@@ -16,6 +16,7 @@ that *this instance* has been superseded (``zombie``)::
     │   ├── ConversionError          a record could not be converted or sent
     │   │   └── DataError            a value does not fit its schema (Connect's DataException)
     │   │       └── SchemaBuilderError  a schema cannot be built as asked
+    │   ├── TransformError           a transform or predicate failed on a record (names the step)
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
@@ -119,6 +120,18 @@ class DataError(ConversionError):
 class SchemaBuilderError(DataError):
     """A :class:`~eos.api.schema.SchemaBuilder` call that cannot be honoured (an
     attribute set twice, fields on a non-STRUCT type, an invalid default)."""
+
+
+class TransformError(TaskError):
+    """A step of the connector's ``transforms`` chain (or its predicate) failed on a
+    record, or cannot run on the record as it comes (a transform of values on rows the
+    connector already encoded). The message names the step (``transforms.<alias>``,
+    its class) and the record's source partition and offset; ``__cause__`` is the
+    step's own error (often a :class:`DataError`)."""
+
+    def __init__(self, message: str, alias: str = "") -> None:
+        super().__init__(message)
+        self.alias = alias
 
 
 class TransactionTimedOut(TaskError):

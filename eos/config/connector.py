@@ -86,6 +86,17 @@ class ConverterName:
             raise ConfigError(key, value, f"must be {self.allowed}")
 
 
+class UniqueAliases:
+    """A list of aliases, none twice (``transforms``, ``predicates``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.allowed = f"unique {kind} aliases"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and len(set(value)) < len(value):
+            raise ConfigError(key, ",".join(value), "Duplicate alias provided.")
+
+
 def _converter(which: str) -> dict[str, Any]:
     return {
         "type": Type.STRING,
@@ -170,6 +181,26 @@ CONNECTOR_CONFIG: Final = (
         "common",
     )
     .define(
+        "transforms",
+        Type.LIST,
+        [],
+        UniqueAliases("transformation"),
+        Importance.LOW,
+        "Aliases for the transformations to be applied to records, in order; each alias "
+        "needs transforms.<alias>.type (docs/transforms.md).",
+        "transforms",
+    )
+    .define(
+        "predicates",
+        Type.LIST,
+        [],
+        UniqueAliases("predicate"),
+        Importance.LOW,
+        "Aliases for the predicates used by transformations (transforms.<alias>.predicate); "
+        "each alias needs predicates.<alias>.type.",
+        "transforms",
+    )
+    .define(
         "offsets.storage.topic",
         Type.STRING,
         None,
@@ -187,6 +218,9 @@ CONSUMER_OVERRIDE: Final = "consumer.override."
 ADMIN_OVERRIDE: Final = "admin.override."
 CONNECTOR_PREFIXES: Final = (PRODUCER_OVERRIDE, CONSUMER_OVERRIDE, ADMIN_OVERRIDE)
 """Prefixes of per-connector client settings."""
+
+TRANSFORM_PREFIXES: Final = ("transforms.", "predicates.")
+"""Prefixes of each transform's and predicate's settings (checked by eos.transforms)."""
 
 IGNORED_OVERRIDES: Final = (
     f"{PRODUCER_OVERRIDE}transactional.id",
@@ -420,6 +454,7 @@ def valid_choice(props: Mapping[str, str], name: str) -> str | None:
 
 
 def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list[str]:
-    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
-    own definition (``config_def()``) defines."""
-    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, CONNECTOR_PREFIXES)
+    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides, the transforms and
+    predicates nor the connector's own definition (``config_def()``) defines."""
+    prefixes = CONNECTOR_PREFIXES + TRANSFORM_PREFIXES
+    return CONNECTOR_CONFIG.merged(connector_def).unknown(props, prefixes)
