@@ -33,7 +33,7 @@ def drop_rows(block: RecordBlock, mask: Sequence[bool]) -> RecordBlock | None:
     def column(c: Any) -> Any:
         return None if c is None else take(c, keep)
 
-    return dataclasses.replace(
+    kept = dataclasses.replace(
         block,
         values=take(block.values, keep),
         keys=column(block.keys),
@@ -41,6 +41,7 @@ def drop_rows(block: RecordBlock, mask: Sequence[bool]) -> RecordBlock | None:
         topics=column(block.topics),
         header_columns={name: take(c, keep) for name, c in block.header_columns.items()},
     )
+    return kept if kept.topics is None else with_topics(kept, kept.topics)
 
 
 def map_topics(block: RecordBlock, mask: Mask, rename: Callable[[str], str]) -> RecordBlock:

@@ -3,7 +3,9 @@ whole key or value, to int8 … int64, float32, float64, boolean or string, as J
 does it: integers narrowed by wrapping (``300`` as int8 is ``44``), floats truncated
 toward zero, strings parsed strictly, ``string`` written as Java prints values
 (:mod:`eos.transforms.values`; bytes in base64). Logical values (Date, Time, Timestamp)
-cast to numbers as their stored form (days, milliseconds)."""
+cast to numbers as their stored form (days, milliseconds); a whole value cast from a
+logical type loses the logical name (Connect copies it onto the new type, which
+converters then cannot write)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 from eos.api.logical import Date, Time, Timestamp
 from eos.api.schema import (
     DATE_NAME,
+    DECIMAL_NAME,
     TIME_NAME,
     TIMESTAMP_NAME,
     Schema,
@@ -42,6 +45,7 @@ from eos.transforms.values import connect_string
 
 _INPUTS = ("INT8", "INT16", "INT32", "INT64", "FLOAT32", "FLOAT64", "BOOLEAN", "STRING", "BYTES")
 _OUTPUTS = _INPUTS[:-1]
+_LOGICAL = (DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME)
 _BITS = {SchemaType.INT8: 8, SchemaType.INT16: 16, SchemaType.INT32: 32, SchemaType.INT64: 64}
 
 
@@ -144,7 +148,9 @@ class Cast(KeyOrValueTransform):
 
     def _cast_schema(self, schema: Schema) -> Schema:
         if self._whole is not None:
-            builder = copy_schema_basics(schema, SchemaBuilder(self._whole))
+            builder = SchemaBuilder(self._whole)
+            if schema.name not in _LOGICAL:  # a logical name on another type would mislead
+                copy_schema_basics(schema, builder)
         else:
             builder = copy_schema_basics(schema, SchemaBuilder.struct())
             for f in schema.fields:

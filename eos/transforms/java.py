@@ -161,7 +161,8 @@ def java_double(value: float) -> str:
 
 def java_float(value: float) -> str:
     """``Float.toString`` of ``value`` rounded to 32 bits (a FLOAT32 field)."""
-    return _java_number(value, float32_text(value))
+    text = float32_text(value)
+    return _java_number(float(text), text)
 
 
 def float32_text(value: float) -> str:
@@ -169,11 +170,12 @@ def float32_text(value: float) -> str:
     if not math.isfinite(value):
         return repr(value)
     packed = struct.pack("<f", value)
+    rounded = struct.unpack("<f", packed)[0]
     for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
+        text = f"{rounded:.{digits}g}"
         if struct.pack("<f", float(text)) == packed:
             return text
-    return repr(struct.unpack("<f", packed)[0])
+    return repr(rounded)
 
 
 def _java_number(value: float, text: str) -> str:

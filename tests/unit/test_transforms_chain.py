@@ -19,7 +19,7 @@ from eos.config.definition import NO_DEFAULT, ConfigDef, Type
 from eos.errors import DataError, TransformError
 from eos.transforms import TransformChain
 from eos.transforms.row import BUILT_FIELDS
-from tests.unit.transform_cases import OFFSET, PARTITION, apply, chain, record
+from tests.unit.transform_cases import CONNECT, OFFSET, PARTITION, apply, chain, record
 
 
 def test_the_file_source_example_of_the_kafka_docs() -> None:
@@ -28,9 +28,9 @@ def test_the_file_source_example_of_the_kafka_docs() -> None:
     c = chain(
         {
             "transforms": "MakeMap, InsertSource",
-            "transforms.MakeMap.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.MakeMap.type": CONNECT + "HoistField$Value",
             "transforms.MakeMap.field": "line",
-            "transforms.InsertSource.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.InsertSource.type": CONNECT + "InsertField$Value",
             "transforms.InsertSource.static.field": "data_source",
             "transforms.InsertSource.static.value": "test-file-source",
         }
@@ -46,9 +46,9 @@ def test_the_file_source_example_of_the_kafka_docs() -> None:
 FILTER_FOO_EXTRACT_UNLESS_BAR = {
     # kafka.apache.org "Predicates": drop topic foo; ExtractField$Key other_field except bar.
     "transforms": "Filter,Extract",
-    "transforms.Filter.type": "org.apache.kafka.connect.transforms.Filter",
+    "transforms.Filter.type": CONNECT + "Filter",
     "transforms.Filter.predicate": "IsFoo",
-    "transforms.Extract.type": "org.apache.kafka.connect.transforms.ExtractField$Key",
+    "transforms.Extract.type": CONNECT + "ExtractField$Key",
     "transforms.Extract.field": "other_field",
     "transforms.Extract.predicate": "IsBar",
     "transforms.Extract.negate": "true",
@@ -70,8 +70,10 @@ def test_the_predicates_example_of_the_kafka_docs() -> None:
 
 
 def test_short_names_work_as_connects_full_names() -> None:
-    short = {k: v.rpartition(".")[2] if k.endswith(".type") else v
-             for k, v in FILTER_FOO_EXTRACT_UNLESS_BAR.items()}  # fmt: skip
+    short = {
+        k: v.rpartition(".")[2] if k.endswith(".type") else v
+        for k, v in FILTER_FOO_EXTRACT_UNLESS_BAR.items()
+    }
     assert short["transforms.Extract.type"] == "ExtractField$Key"
     c = chain(short)
     key = {"other_field": 5}
@@ -101,8 +103,14 @@ def test_no_transforms_returns_the_record_itself() -> None:
 
 
 def test_an_unchanged_record_comes_back_as_it_is_and_a_changed_one_is_new() -> None:
-    c = chain({"transforms": "r", "transforms.r.type": "RegexRouter",
-               "transforms.r.regex": "nomatch", "transforms.r.replacement": "x"})  # fmt: skip
+    c = chain(
+        {
+            "transforms": "r",
+            "transforms.r.type": "RegexRouter",
+            "transforms.r.regex": "nomatch",
+            "transforms.r.replacement": "x",
+        }
+    )
     r = record({"a": 1}, headers=(("h", b"1"),), timestamp=5)
     assert c.apply(r) is r
     renamed = apply(c, dataclasses.replace(r, topic="nomatch"))
@@ -113,10 +121,20 @@ def test_an_unchanged_record_comes_back_as_it_is_and_a_changed_one_is_new() -> N
 def test_the_new_record_keeps_every_other_field() -> None:
     # The builder fills the slots directly: it must cover every field SourceRecord has.
     assert set(BUILT_FIELDS) == {f.name for f in dataclasses.fields(SourceRecord)}
-    c = chain({"transforms": "h", "transforms.h.type": "HoistField$Value",
-               "transforms.h.field": "f"})  # fmt: skip
-    r = SourceRecord(PARTITION, OFFSET, "t", "v", key="k", partition=3, timestamp=9,
-                     headers=(("a", b"b"),), key_schema=OPTIONAL_STRING_SCHEMA)  # fmt: skip
+    c = chain(
+        {"transforms": "h", "transforms.h.type": "HoistField$Value", "transforms.h.field": "f"}
+    )
+    r = SourceRecord(
+        PARTITION,
+        OFFSET,
+        "t",
+        "v",
+        key="k",
+        partition=3,
+        timestamp=9,
+        headers=(("a", b"b"),),
+        key_schema=OPTIONAL_STRING_SCHEMA,
+    )
     out = apply(c, r)
     assert out == dataclasses.replace(r, value={"f": "v"})
     assert out.source_partition is r.source_partition
@@ -148,8 +166,11 @@ class Always(Predicate):
 
 def test_a_dropped_record_stops_the_chain() -> None:
     Spy.seen.clear()
-    props = {"transforms": "drop,spy", "transforms.drop.type": "Filter",
-             "transforms.spy.type": f"{__name__}:Spy"}  # fmt: skip
+    props = {
+        "transforms": "drop,spy",
+        "transforms.drop.type": "Filter",
+        "transforms.spy.type": f"{__name__}:Spy",
+    }
     assert chain(props).apply(record()) is None
     assert Spy.seen == []
 
@@ -285,8 +306,14 @@ def test_a_value_transform_on_encoded_records_says_what_to_do() -> None:
     c = chain({"transforms": "k", "transforms.k.type": "ValueToKey", "transforms.k.fields": "id"})
     with pytest.raises(TransformError, match=r"^transforms.k \(ValueToKey\) reads record keys "):
         c.apply(record(b'{"id":1}', encoded=True))
-    router = chain({"transforms": "r", "transforms.r.type": "RegexRouter",
-                    "transforms.r.regex": "o.*", "transforms.r.replacement": "x"})  # fmt: skip
+    router = chain(
+        {
+            "transforms": "r",
+            "transforms.r.type": "RegexRouter",
+            "transforms.r.regex": "o.*",
+            "transforms.r.replacement": "x",
+        }
+    )
     assert apply(router, record(b"{}", encoded=True)).topic == "x"
 
 

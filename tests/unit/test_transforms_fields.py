@@ -23,7 +23,16 @@ from eos.api.schema import (
     SchemaType,
 )
 from eos.errors import DataError, TransformError
-from tests.unit.transform_cases import apply, as_dict, chain, one, record, struct, struct_schema
+from tests.unit.transform_cases import (
+    CONNECT,
+    apply,
+    as_dict,
+    chain,
+    one,
+    record,
+    struct,
+    struct_schema,
+)
 
 UTC = datetime.UTC
 
@@ -34,7 +43,7 @@ def test_insert_field_docs_example() -> None:
     c = chain(
         {
             "transforms": "InsertField",
-            "transforms.InsertField.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.InsertField.type": CONNECT + "InsertField$Value",
             "transforms.InsertField.static.field": "MessageSource",
             "transforms.InsertField.static.value": "Kafka Connect framework",
         }
@@ -60,20 +69,31 @@ METADATA = {
 def test_insert_field_schemaless_metadata() -> None:
     c = one("InsertField$Value", **METADATA)
     out = apply(c, record({"magic": 42}, topic="test", partition=0, timestamp=123))
-    assert out.value == {"magic": 42, "topic_field": "test", "partition_field": 0,
-                         "timestamp_field": 123, "instance_id": "my-instance-id"}  # fmt: skip
+    assert out.value == {
+        "magic": 42,
+        "topic_field": "test",
+        "partition_field": 0,
+        "timestamp_field": 123,
+        "instance_id": "my-instance-id",
+    }
     # Metadata the record lacks is left out.
     assert apply(c, record({"magic": 42})).value == {
-        "magic": 42, "topic_field": "orders", "instance_id": "my-instance-id"
-    }  # fmt: skip
+        "magic": 42,
+        "topic_field": "orders",
+        "instance_id": "my-instance-id",
+    }
 
 
 def test_insert_field_with_schema_copies_the_schema_and_adds_the_fields() -> None:
     builder = SchemaBuilder.struct().name("name").version(1).doc("doc")
     schema = builder.field("magic", INT64_SCHEMA).build()
     c = one("InsertField$Value", **METADATA)
-    out = apply(c, record(struct(schema, magic=42), value_schema=schema, topic="test",
-                          partition=0, timestamp=123))  # fmt: skip
+    out = apply(
+        c,
+        record(
+            struct(schema, magic=42), value_schema=schema, topic="test", partition=0, timestamp=123
+        ),
+    )
     new = out.value_schema
     assert new is not None
     assert new is out.value.schema
@@ -86,10 +106,12 @@ def test_insert_field_with_schema_copies_the_schema_and_adds_the_fields() -> Non
         ("instance_id", OPTIONAL_STRING_SCHEMA),
     ]
     assert as_dict(out.value) == {
-        "magic": 42, "topic_field": "test", "partition_field": 0,
+        "magic": 42,
+        "topic_field": "test",
+        "partition_field": 0,
         "timestamp_field": datetime.datetime(1970, 1, 1, 0, 0, 0, 123000, tzinfo=UTC),
         "instance_id": "my-instance-id",
-    }  # fmt: skip
+    }
     out.value.validate()
     again = apply(c, record(struct(schema, magic=1), value_schema=schema))
     assert again.value_schema is new  # derived once per input schema
@@ -111,8 +133,9 @@ def test_insert_field_replace_null_with_default() -> None:
     schema = struct_schema(("n", with_default))
     value = struct(schema)
     for flag, expected in (("true", 5), ("false", None)):
-        c = one("InsertField$Value", static_field="s", static_value="v",
-                replace_null_with_default=flag)  # fmt: skip
+        c = one(
+            "InsertField$Value", static_field="s", static_value="v", replace_null_with_default=flag
+        )
         out = apply(c, record(value, value_schema=schema))
         assert out.value.get_without_default("n") == expected
 
@@ -133,17 +156,21 @@ def test_insert_field_needs_a_map_or_struct() -> None:
 
 
 def test_replace_field_docs_examples() -> None:
-    drop = chain({
-        "transforms": "ReplaceField",
-        "transforms.ReplaceField.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
-        "transforms.ReplaceField.exclude": "c2",
-    })  # fmt: skip
+    drop = chain(
+        {
+            "transforms": "ReplaceField",
+            "transforms.ReplaceField.type": CONNECT + "ReplaceField$Value",
+            "transforms.ReplaceField.exclude": "c2",
+        }
+    )
     assert apply(drop, record({"c1": 22, "c2": "foo"})).value == {"c1": 22}
-    rename = chain({
-        "transforms": "RenameField",
-        "transforms.RenameField.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
-        "transforms.RenameField.renames": "foo:c1,bar:c2",
-    })  # fmt: skip
+    rename = chain(
+        {
+            "transforms": "RenameField",
+            "transforms.RenameField.type": CONNECT + "ReplaceField$Value",
+            "transforms.RenameField.renames": "foo:c1,bar:c2",
+        }
+    )
     assert apply(rename, record({"foo": 22, "bar": "baz"})).value == {"c1": 22, "c2": "baz"}
 
 
@@ -164,16 +191,23 @@ def test_replace_field_reads_the_older_blacklist_and_whitelist() -> None:
 
 
 def test_replace_field_with_schema() -> None:
-    schema = struct_schema(("dont", STRING_SCHEMA), ("abc", INT32_SCHEMA),
-                           ("foo", BOOLEAN_SCHEMA), ("etc", STRING_SCHEMA), name="row")  # fmt: skip
+    schema = struct_schema(
+        ("dont", STRING_SCHEMA),
+        ("abc", INT32_SCHEMA),
+        ("foo", BOOLEAN_SCHEMA),
+        ("etc", STRING_SCHEMA),
+        name="row",
+    )
     value = struct(schema, dont="whatever", abc=42, foo=True, etc="etc")
     c = one("ReplaceField$Value", exclude="dont", renames="abc:xyz,foo:bar")
     out = apply(c, record(value, value_schema=schema))
     assert out.value_schema is not None
     assert out.value_schema.name == "row"
     assert [(f.name, f.schema) for f in out.value_schema.fields] == [
-        ("xyz", INT32_SCHEMA), ("bar", BOOLEAN_SCHEMA), ("etc", STRING_SCHEMA)
-    ]  # fmt: skip
+        ("xyz", INT32_SCHEMA),
+        ("bar", BOOLEAN_SCHEMA),
+        ("etc", STRING_SCHEMA),
+    ]
     assert as_dict(out.value) == {"xyz": 42, "bar": True, "etc": "etc"}
     assert c.apply(record(None, value_schema=schema)) is not None
 
@@ -182,54 +216,88 @@ def test_replace_field_with_schema() -> None:
 
 
 def test_mask_field_docs_examples() -> None:
-    mask = chain({
-        "transforms": "MaskField",
-        "transforms.MaskField.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-        "transforms.MaskField.fields": "string_field",
-    })  # fmt: skip
+    mask = chain(
+        {
+            "transforms": "MaskField",
+            "transforms.MaskField.type": CONNECT + "MaskField$Value",
+            "transforms.MaskField.fields": "string_field",
+        }
+    )
     assert apply(mask, record({"integer_field": 22, "string_field": "foo"})).value == {
-        "integer_field": 22, "string_field": ""
-    }  # fmt: skip
-    replace = chain({
-        "transforms": "SSNMask,IPMask,PhoneMask",
-        "transforms.SSNMask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-        "transforms.SSNMask.fields": "SSN",
-        "transforms.SSNMask.replacement": "***-***-****",
-        "transforms.IPMask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-        "transforms.IPMask.fields": "IPAddress",
-        "transforms.IPMask.replacement": "xxx.xxx.xxx.xxx",
-        "transforms.PhoneMask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-        "transforms.PhoneMask.fields": "office,mobile",
-        "transforms.PhoneMask.replacement": "+0-000-000-0000",
-    })  # fmt: skip
-    before = {"name": "Ann", "SSN": "123-45-6789", "IPAddress": "10.1.2.3",
-              "office": "+1-555-123-4567", "mobile": "+1-555-765-4321"}  # fmt: skip
+        "integer_field": 22,
+        "string_field": "",
+    }
+    replace = chain(
+        {
+            "transforms": "SSNMask,IPMask,PhoneMask",
+            "transforms.SSNMask.type": CONNECT + "MaskField$Value",
+            "transforms.SSNMask.fields": "SSN",
+            "transforms.SSNMask.replacement": "***-***-****",
+            "transforms.IPMask.type": CONNECT + "MaskField$Value",
+            "transforms.IPMask.fields": "IPAddress",
+            "transforms.IPMask.replacement": "xxx.xxx.xxx.xxx",
+            "transforms.PhoneMask.type": CONNECT + "MaskField$Value",
+            "transforms.PhoneMask.fields": "office,mobile",
+            "transforms.PhoneMask.replacement": "+0-000-000-0000",
+        }
+    )
+    before = {
+        "name": "Ann",
+        "SSN": "123-45-6789",
+        "IPAddress": "10.1.2.3",
+        "office": "+1-555-123-4567",
+        "mobile": "+1-555-765-4321",
+    }
     assert apply(replace, record(before)).value == {
-        "name": "Ann", "SSN": "***-***-****", "IPAddress": "xxx.xxx.xxx.xxx",
-        "office": "+0-000-000-0000", "mobile": "+0-000-000-0000",
-    }  # fmt: skip
+        "name": "Ann",
+        "SSN": "***-***-****",
+        "IPAddress": "xxx.xxx.xxx.xxx",
+        "office": "+0-000-000-0000",
+        "mobile": "+0-000-000-0000",
+    }
 
 
 def test_mask_field_schemaless_valid_null_values() -> None:
     value = {
-        "int": 42, "float": 42.5, "bool": True, "str": "s", "dec": decimal.Decimal("4.2"),
-        "ts": datetime.datetime(2020, 1, 1, tzinfo=UTC), "date": datetime.date(2020, 1, 1),
-        "list": [1, 2], "map": {"a": 1}, "null": None, "kept": "k",
-    }  # fmt: skip
+        "int": 42,
+        "float": 42.5,
+        "bool": True,
+        "str": "s",
+        "dec": decimal.Decimal("4.2"),
+        "ts": datetime.datetime(2020, 1, 1, tzinfo=UTC),
+        "date": datetime.date(2020, 1, 1),
+        "list": [1, 2],
+        "map": {"a": 1},
+        "null": None,
+        "kept": "k",
+    }
     masked = [k for k in value if k != "kept"] + ["absent"]
     out = apply(one("MaskField$Value", fields=",".join(masked)), record(value)).value
     assert out == {
-        "int": 0, "float": 0.0, "bool": False, "str": "", "dec": decimal.Decimal(0),
-        "ts": datetime.datetime(1970, 1, 1, tzinfo=UTC), "date": datetime.date(1970, 1, 1),
-        "list": [], "map": {}, "null": None, "kept": "k", "absent": None,
-    }  # fmt: skip
+        "int": 0,
+        "float": 0.0,
+        "bool": False,
+        "str": "",
+        "dec": decimal.Decimal(0),
+        "ts": datetime.datetime(1970, 1, 1, tzinfo=UTC),
+        "date": datetime.date(1970, 1, 1),
+        "list": [],
+        "map": {},
+        "null": None,
+        "kept": "k",
+        "absent": None,
+    }
     with pytest.raises(TransformError, match="Cannot mask value of type: bytes"):
         one("MaskField$Value", fields="b").apply(record({"b": b"x"}))
 
 
 def test_mask_field_with_schema() -> None:
-    schema = struct_schema(("id", INT8_SCHEMA), ("name", STRING_SCHEMA),
-                           ("score", FLOAT64_SCHEMA), ("ok", BOOLEAN_SCHEMA))  # fmt: skip
+    schema = struct_schema(
+        ("id", INT8_SCHEMA),
+        ("name", STRING_SCHEMA),
+        ("score", FLOAT64_SCHEMA),
+        ("ok", BOOLEAN_SCHEMA),
+    )
     value = struct(schema, id=5, name="Ann", score=1.5, ok=True)
     out = apply(one("MaskField$Value", fields="id,name,ok"), record(value, value_schema=schema))
     assert out.value_schema is schema
@@ -240,8 +308,11 @@ def test_mask_field_with_schema() -> None:
 def test_mask_field_custom_replacement_converts_to_the_field_type() -> None:
     c = one("MaskField$Value", fields="i,f,s,d", replacement="123")
     assert apply(c, record({"i": 1, "f": 2.5, "s": "x", "d": decimal.Decimal(1)})).value == {
-        "i": 123, "f": 123.0, "s": "123", "d": decimal.Decimal(123)
-    }  # fmt: skip
+        "i": 123,
+        "f": 123.0,
+        "s": "123",
+        "d": decimal.Decimal(123),
+    }
     with pytest.raises(TransformError, match="Cannot mask value of type bool with custom"):
         one("MaskField$Value", fields="b", replacement="1").apply(record({"b": True}))
     with pytest.raises(TransformError, match=r"Unable to convert abc \(str\) to number"):

@@ -9,6 +9,8 @@ from eos.api import SourceRecord
 from eos.api.schema import Schema, SchemaBuilder, Struct
 from eos.transforms import TransformChain
 
+CONNECT = "org.apache.kafka.connect.transforms."
+"""Where Connect's transforms live (their full class names start with it)."""
 PARTITION = {"table": "orders"}
 OFFSET = {"id": 7}
 
