@@ -83,13 +83,13 @@ def predicate_class(name: str) -> type[Predicate]:
     return found
 
 
-def installed(kind: str) -> dict[str, str]:
-    """Name → class path of every ``kind`` ("transformation" or "predicate") plugin:
-    the bundled ones under Connect's class names, then the entry points."""
+def installed(kind: str) -> list[tuple[str, str | None]]:
+    """(class name, alias) of every ``kind`` ("transformation" or "predicate") plugin: the
+    bundled ones under Connect's class names, then the entry points by class path."""
     k = _TRANSFORM if kind == "transformation" else _PREDICATE
-    listed = {k.connect_prefix + short: path for short, path in k.bundled.items()}
-    listed.update(_entry_points(k))
-    return listed
+    listed: list[tuple[str, str | None]] = [(k.connect_prefix + short, None) for short in k.bundled]
+    listed += [(path.replace(":", "."), alias) for alias, path in _entry_points(k).items()]
+    return sorted(listed)
 
 
 def _entry_points(kind: _Kind) -> dict[str, str]:

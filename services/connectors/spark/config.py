@@ -351,10 +351,7 @@ class SparkSourceSettings:
             tombstones=values["deletes"].lower() == "tombstone",
             transaction_max_rows=values["transaction.max.rows"],
             task_count=int(props.get(TASK_COUNT, 1)),
-            json_converters=all(
-                str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
-                for which in ("key", "value")
-            ),
+            json_converters=json_converters(props),
         )
 
     @property
@@ -378,3 +375,11 @@ def _tables(props: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, .
         return tuple(str(t).strip() for t in values["tables"] if str(t).strip())
     single = str(values["table"] or values["path"]).strip()
     return (single,) if single else ()
+
+
+def json_converters(props: Mapping[str, Any]) -> bool:
+    """Both the connector's ``key.converter`` and ``value.converter`` are ``json``."""
+    return all(
+        str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
+        for which in ("key", "value")
+    )
