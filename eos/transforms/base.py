@@ -37,7 +37,9 @@ class RowTransform(Transformation):
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         row = Row(record)
-        return row.record() if self.transform(row) else None
+        if not self.transform(row):
+            return None
+        return record if row.same_as(record) else row.freeze()
 
     def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
         """The block with the step applied to the rows of ``mask`` (None: all dropped)."""

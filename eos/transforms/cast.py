@@ -122,7 +122,7 @@ class Cast(KeyOrValueTransform):
         self._casts = parse_spec("spec", v["spec"])
         self._whole = self._casts.get(None)
         self._defaults: bool = v["replace.null.with.default"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if value is None:

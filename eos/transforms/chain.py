@@ -16,7 +16,7 @@ A failing step raises :class:`~eos.errors.TransformError` naming it and the reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from eos.api.records import RecordBlock, SourceRecord
@@ -73,6 +73,7 @@ class TransformChain:
 
     def __init__(self, steps: Sequence[Step] = ()) -> None:
         self._stages = tuple(_Stage(s) for s in steps)
+        self._steps = tuple(_step(s) for s in self._stages)
         self._reads_from = [
             any(s.reads_values for s in self._stages[i:]) for i in range(len(self._stages))
         ]
@@ -109,36 +110,27 @@ class TransformChain:
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         """The record after every step, or None if one dropped it."""
-        stages = self._stages
-        if not stages:
+        if not self._steps:
             return record
         if record.encoded and self.reads_values:
             raise self._encoded(self._first_reading(0), "record blocks or encoded records")
-        return self._apply(stages, Row(record), record)
+        return self._run(self._steps, 0, record)
 
-    def _apply(
-        self, stages: Sequence[_Stage], row: Row, record: SourceRecord
+    def _run(
+        self, steps: Sequence[Callable[[Row], bool]], done: int, record: SourceRecord
     ) -> SourceRecord | None:
-        for stage in stages:
-            try:
-                predicate = stage.predicate
-                if predicate is not None:
-                    matched = predicate.test(row if stage.row_predicate else row.record())  # type: ignore[arg-type]
-                    if bool(matched) == stage.negate:
-                        continue
-                if stage.row_transform:
-                    if not stage.transform.transform(row):  # type: ignore[attr-defined]
-                        return None
-                else:
-                    result = stage.transform.apply(row.record())
-                    if result is None:
-                        return None
-                    row.load(result)
-            except TransformError:
-                raise
-            except Exception as exc:
-                raise stage.failure(_where(record), exc) from exc
-        return _result(row)
+        """``record`` through ``steps`` (the chain's from step ``done`` on)."""
+        row = Row(record)
+        try:
+            for step in steps:
+                if not step(row):
+                    return None
+                done += 1
+        except TransformError:
+            raise
+        except Exception as exc:
+            raise self._stages[done].failure(_where(record), exc) from exc
+        return record if row.same_as(record) else row.freeze()
 
     # ------------------------------------------------------------------- blocks
 
@@ -178,10 +170,9 @@ class TransformChain:
             records = decoder.decode(block)
         else:
             records = block.records()
-        stages = self._stages[first:]
-        out = []
+        out, steps = [], self._steps[first:]
         for record in records:
-            transformed = self._apply(stages, Row(record), record)
+            transformed = self._run(steps, first, record)
             if transformed is not None:
                 out.append(transformed)
         return out
@@ -196,6 +187,38 @@ class TransformChain:
             "the connector so that the converters encode its records",
             stage.alias,
         )
+
+
+def _step(stage: _Stage) -> Callable[[Row], bool]:
+    """One call per record doing the stage's work on a row (False: dropped): the
+    transform's own method where it has no predicate and works on rows."""
+    transform, predicate, negate = stage.transform, stage.predicate, stage.negate
+    if isinstance(transform, RowTransform):
+        run: Callable[[Row], bool] = transform.transform
+    else:
+        user_apply = transform.apply
+
+        def run(row: Row) -> bool:
+            result = user_apply(row.record())
+            if result is None:
+                return False
+            row.load(result)
+            return True
+
+    if predicate is None:
+        return run
+    if isinstance(predicate, RowPredicate):
+        test: Callable[[Row], bool] = predicate.test
+    else:
+        user_test = predicate.test
+
+        def test(row: Row) -> bool:
+            return bool(user_test(row.record()))
+
+    def guarded(row: Row) -> bool:
+        return run(row) if test(row) is not negate else True
+
+    return guarded
 
 
 _SKIP: Any = object()
@@ -215,23 +238,6 @@ def _mask(stage: _Stage, block: RecordBlock) -> Mask:
     if all(applies):
         return None
     return applies if any(applies) else _SKIP
-
-
-def _result(row: Row) -> SourceRecord:
-    """The input record if no step changed anything, else a new one."""
-    o = row.origin
-    if (
-        row.value is o.value
-        and row.topic is o.topic
-        and row.key is o.key
-        and row.headers is o.headers
-        and row.timestamp is o.timestamp
-        and row.value_schema is o.value_schema
-        and row.key_schema is o.key_schema
-        and row.partition is o.partition
-    ):
-        return o
-    return row.record()
 
 
 def _where(record: SourceRecord) -> str:

@@ -153,40 +153,35 @@ class InsertField(KeyOrValueTransform):
                 "static.value", None, f"No value specified for static field: {self._static[0]}"
             )
         self._defaults: bool = v["replace.null.with.default"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if value is None:
             return value, schema
         if schema is None:
             updated = dict(require_map(value, "field insertion"))
-            for name, inserted in self._inserts(row, schemaless=True):
-                if inserted is not None:
-                    updated[name] = inserted
+            if self._topic:
+                updated[self._topic[0]] = row.topic
+            if self._partition and row.partition is not None:
+                updated[self._partition[0]] = row.partition
+            if self._timestamp and row.timestamp is not None:
+                updated[self._timestamp[0]] = row.timestamp
+            if self._static:
+                updated[self._static[0]] = self._static_value
             return updated, None
         struct = require_struct(value, "field insertion")
         new_schema = self._schemas.get(struct.schema, self._with_fields)
         values = struct_values(struct, self._defaults)
-        for _, inserted in self._inserts(row):
-            values.append(inserted)
-        return struct_of(new_schema, values), new_schema
-
-    def _inserts(self, row: Row, *, schemaless: bool = False) -> list[tuple[str, Any]]:
-        """(field, value) of each configured insertion, in Connect's order (a timestamp
-        as epoch milliseconds without a schema, a datetime with one)."""
-        found: list[tuple[str, Any]] = []
         if self._topic:
-            found.append((self._topic[0], row.topic))
+            values.append(row.topic)
         if self._partition:
-            found.append((self._partition[0], row.partition))
+            values.append(row.partition)
         if self._timestamp:
-            stamp: Any = row.timestamp
-            if stamp is not None and not schemaless:
-                stamp = EPOCH + datetime.timedelta(milliseconds=stamp)
-            found.append((self._timestamp[0], stamp))
+            stamp = row.timestamp
+            values.append(None if stamp is None else EPOCH + datetime.timedelta(milliseconds=stamp))
         if self._static:
-            found.append((self._static[0], self._static_value))
-        return found
+            values.append(self._static_value)
+        return struct_of(new_schema, values), new_schema
 
     def _with_fields(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
@@ -282,7 +277,7 @@ class ReplaceField(KeyOrValueTransform):
         self._include = frozenset(v["include"])
         self._renames: dict[str, str] = dict(m.split(":") for m in v["renames"])
         self._defaults: bool = v["replace.null.with.default"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def _keep(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)

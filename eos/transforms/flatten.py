@@ -40,7 +40,7 @@ class Flatten(KeyOrValueTransform):
 
     def configure(self, settings: Mapping[str, str]) -> None:
         self._delimiter: str = FLATTEN_CONFIG.parse(settings)["delimiter"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def _name(self, prefix: str, name: str) -> str:
         return f"{prefix}{self._delimiter}{name}" if prefix else name

@@ -176,7 +176,7 @@ class HeaderFrom(KeyOrValueTransform):
             )
         self._move = v["operation"] == "move"
         self._defaults: bool = v["replace.null.with.default"]
-        self._moved = SchemaCache()
+        self._moved: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         added: list[tuple[str, bytes | None]] = []

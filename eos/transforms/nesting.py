@@ -19,6 +19,7 @@ from eos.transforms.schemas import (
     require_map,
     require_struct,
     struct_of,
+    struct_values,
 )
 from eos.transforms.settings import NonEmptyList
 
@@ -49,30 +50,36 @@ class ValueToKey(RowTransform):
         v = VALUE_TO_KEY_CONFIG.parse(settings)
         self._fields: list[str] = v["fields"]
         self._defaults: bool = v["replace.null.with.default"]
-        self._schemas = SchemaCache()
+        self._keys: SchemaCache[_KeyPlan] = SchemaCache()
 
     def transform(self, row: Row) -> bool:
         if row.value_schema is None:
-            value = require_map(row.value, "copying fields from value to key")
-            row.key = {f: value.get(f) for f in self._fields}
+            get = require_map(row.value, "copying fields from value to key").get
+            row.key = {f: get(f) for f in self._fields}
             row.key_schema = None
             return True
         struct = require_struct(row.value, "copying fields from value to key")
-        key_schema = self._schemas.get(struct.schema, self._key_schema)
-        defaults = self._defaults
-        row.key = struct_of(key_schema, [field_value(struct, f, defaults) for f in self._fields])
+        key_schema, positions = self._keys.get(struct.schema, self._plan)
+        values = struct_values(struct, self._defaults)
+        row.key = struct_of(key_schema, [values[i] for i in positions])
         row.key_schema = key_schema
         row.value_schema = struct.schema
         return True
 
-    def _key_schema(self, value_schema: Schema) -> Schema:
+    def _plan(self, value_schema: Schema) -> _KeyPlan:
+        """The key schema, and where each of its fields is in the value."""
         builder = SchemaBuilder.struct()
+        positions = []
         for name in self._fields:
             found = value_schema.field(name)
             if found is None:
                 raise DataError(f"Field does not exist: {name}")
             builder.field(name, found.schema)
-        return builder.build()
+            positions.append(found.index)
+        return builder.build(), positions
+
+
+_KeyPlan = tuple[Schema, list[int]]
 
 
 EXTRACT_FIELD_CONFIG = (
@@ -219,7 +226,7 @@ class HoistField(KeyOrValueTransform):
 
     def configure(self, settings: Mapping[str, str]) -> None:
         self._name: str = HOIST_FIELD_CONFIG.parse(settings)["field"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if schema is None:

@@ -75,7 +75,8 @@ class RegexRouter(RowTransform):
         return renamed
 
     def transform(self, row: Row) -> bool:
-        row.topic = self.rename(row.topic)
+        renamed = self._cache.get(row.topic)
+        row.topic = renamed if renamed is not None else self.rename(row.topic)
         return True
 
     def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:

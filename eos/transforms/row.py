@@ -1,20 +1,22 @@
-"""The record a chain of bundled transforms works on: :class:`Row`, a mutable copy of
-the :class:`~eos.api.SourceRecord` fields a transform may change, made once per record
-and turned back into one frozen record at the end of the chain.
+"""The record a chain of bundled transforms works on: :class:`Row`, a mutable twin of
+:class:`~eos.api.SourceRecord` (the same slots, in the same order), made once per record,
+changed in place by each step, and turned into the frozen record at the end by
+switching its class (:meth:`Row.freeze`): no second copy.
 
-Why not a new ``SourceRecord`` per step: building a frozen dataclass costs far more than
-the steps themselves (``dataclasses.replace`` ~3.4 µs, the constructor ~1.7 µs with its
-eleven fields on the reference machine, a plain ``__slots__`` object ~0.3 µs; see
-``bench/transforms.py``). :func:`build_record` fills a new record through its slot
-descriptors, bypassing the frozen ``__setattr__`` (~0.8 µs).
+Why: building a frozen dataclass costs more than the steps themselves. On the reference
+machine (2 shared cores) ``dataclasses.replace`` takes ~3.4 µs, the constructor ~1.7 µs
+(eleven fields, each set through ``object.__setattr__``), filling the slots through their
+descriptors ~0.8 µs; this twin, ~0.5 µs for the copy and nothing for the switch
+(``bench/transforms.py``). Python allows assigning ``__class__`` between classes of the
+same slot layout; a test checks that the twin's fields are the record's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
-from eos.api.records import SourceRecord
+from eos.api.records import SourceOffset, SourcePartition, SourceRecord
 from eos.api.schema import Schema
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -22,113 +24,64 @@ Headers = Sequence[tuple[str, bytes | None]]
 
 
 class Row:
-    """A record being transformed; attribute names match :class:`~eos.api.SourceRecord`,
-    so predicates and transforms read either."""
+    """A record being transformed: the attributes of :class:`~eos.api.SourceRecord`,
+    writable, so predicates and transforms read either."""
 
-    __slots__ = (
-        "headers",
-        "key",
-        "key_schema",
-        "origin",
-        "partition",
-        "timestamp",
-        "topic",
-        "value",
-        "value_schema",
-    )
+    __slots__ = SourceRecord.__slots__
 
-    origin: SourceRecord
+    source_partition: SourcePartition
+    source_offset: SourceOffset | None
     topic: str
-    partition: int | None
-    key: Any
-    key_schema: Schema | None
     value: Any
-    value_schema: Schema | None
+    key: Any
+    partition: int | None
     timestamp: int | None
     headers: Headers
+    encoded: bool
+    key_schema: Schema | None
+    value_schema: Schema | None
 
-    def __init__(self, record: SourceRecord) -> None:
-        self.load(record)
-
-    def load(self, record: SourceRecord) -> None:
-        """Take every field of ``record`` (e.g. what a user's transform returned)."""
-        self.origin = record
+    def __init__(self, record: SourceRecord | Row) -> None:
+        self.source_partition = record.source_partition
+        self.source_offset = record.source_offset
         self.topic = record.topic
-        self.partition = record.partition
-        self.key = record.key
-        self.key_schema = record.key_schema
         self.value = record.value
-        self.value_schema = record.value_schema
+        self.key = record.key
+        self.partition = record.partition
         self.timestamp = record.timestamp
         self.headers = record.headers
+        self.encoded = record.encoded
+        self.key_schema = record.key_schema
+        self.value_schema = record.value_schema
 
-    @property
-    def encoded(self) -> bool:
-        return self.origin.encoded
+    load = __init__
+    """Take every field of ``record`` (e.g. what a user's transform returned)."""
 
-    @property
-    def source_partition(self) -> Any:
-        return self.origin.source_partition
+    def same_as(self, record: SourceRecord) -> bool:
+        """Whether no field differs from ``record``'s (compared by identity)."""
+        return (
+            self.value is record.value
+            and self.topic is record.topic
+            and self.key is record.key
+            and self.headers is record.headers
+            and self.timestamp is record.timestamp
+            and self.value_schema is record.value_schema
+            and self.key_schema is record.key_schema
+            and self.partition is record.partition
+            and self.source_offset is record.source_offset
+            and self.source_partition is record.source_partition
+            and self.encoded is record.encoded
+        )
 
-    @property
-    def source_offset(self) -> Any:
-        return self.origin.source_offset
+    def freeze(self) -> SourceRecord:
+        """This row, now a frozen :class:`~eos.api.SourceRecord` (use it no more as a row)."""
+        self.__class__ = SourceRecord  # type: ignore[assignment]
+        return cast(SourceRecord, self)
 
     def record(self) -> SourceRecord:
-        """A new frozen record with this row's fields."""
-        return build_record(self)
+        """A frozen copy; the row stays usable."""
+        return Row(self).freeze()
 
 
-_new = object.__new__
-
-
-def _setter(name: str) -> Callable[[SourceRecord, Any], None]:
-    """The slot descriptor's ``__set__`` of field ``name`` (bypasses the frozen check)."""
-    setter: Callable[[SourceRecord, Any], None] = vars(SourceRecord)[name].__set__
-    return setter
-
-
-_set_partition = _setter("source_partition")
-_set_offset = _setter("source_offset")
-_set_topic = _setter("topic")
-_set_value = _setter("value")
-_set_key = _setter("key")
-_set_kafka_partition = _setter("partition")
-_set_timestamp = _setter("timestamp")
-_set_headers = _setter("headers")
-_set_encoded = _setter("encoded")
-_set_key_schema = _setter("key_schema")
-_set_value_schema = _setter("value_schema")
-
-BUILT_FIELDS = (
-    "source_partition",
-    "source_offset",
-    "topic",
-    "value",
-    "key",
-    "partition",
-    "timestamp",
-    "headers",
-    "encoded",
-    "key_schema",
-    "value_schema",
-)
-"""Every field :func:`build_record` fills (a test checks it is every field there is)."""
-
-
-def build_record(row: Row) -> SourceRecord:
-    """A :class:`~eos.api.SourceRecord` with ``row``'s fields, built slot by slot."""
-    origin = row.origin
-    record: SourceRecord = _new(SourceRecord)
-    _set_partition(record, origin.source_partition)
-    _set_offset(record, origin.source_offset)
-    _set_topic(record, row.topic)
-    _set_value(record, row.value)
-    _set_key(record, row.key)
-    _set_kafka_partition(record, row.partition)
-    _set_timestamp(record, row.timestamp)
-    _set_headers(record, row.headers)
-    _set_encoded(record, origin.encoded)
-    _set_key_schema(record, row.key_schema)
-    _set_value_schema(record, row.value_schema)
-    return record
+BUILT_FIELDS = Row.__slots__
+"""Every field a row copies (a test checks it is every field a SourceRecord has)."""

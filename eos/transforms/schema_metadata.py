@@ -45,7 +45,7 @@ class SetSchemaMetadata(KeyOrValueTransform):
                 "configured: set schema.name, schema.version or both",
             )
         self._defaults: bool = v["replace.null.with.default"]
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if value is None and schema is None:

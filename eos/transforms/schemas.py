@@ -11,24 +11,26 @@ fields) and hashes only on a miss.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from eos.api.schema import Field, Schema, Struct
 from eos.errors import DataError
 
 CACHE_SIZE = 16
+T = TypeVar("T")
 
 
-class SchemaCache:
-    """``get(schema, build)``: ``build(schema)`` once per distinct input schema."""
+class SchemaCache(Generic[T]):
+    """``get(schema, build)``: ``build(schema)`` once per distinct input schema (what a
+    transform derives from it: a schema, or a schema with field positions)."""
 
     def __init__(self) -> None:
         self._last: Schema | None = None
-        self._last_built: Schema | None = None
-        self._by_value: dict[Schema, Schema] = {}
+        self._last_built: T | None = None
+        self._by_value: dict[Schema, T] = {}
 
-    def get(self, schema: Schema, build: Callable[[Schema], Schema]) -> Schema:
+    def get(self, schema: Schema, build: Callable[[Schema], T]) -> T:
         if schema is self._last and self._last_built is not None:
             return self._last_built
         built = self._by_value.get(schema)
@@ -47,6 +49,8 @@ def class_name(value: Any) -> str:
 
 def require_map(value: Any, purpose: str) -> Mapping[str, Any]:
     """``value`` if it is a Mapping, else Connect's DataException message."""
+    if type(value) is dict:  # the common case, much faster than the ABC check
+        return value
     if not isinstance(value, Mapping):
         raise DataError(
             f"Only Map objects supported in absence of schema for [{purpose}], "
@@ -76,12 +80,13 @@ def field_value(struct: Struct, name: str | Field, with_default: bool) -> Any:
     return struct.get(name) if with_default else struct.get_without_default(name)
 
 
-def struct_of(schema: Schema, values: Sequence[Any]) -> Struct:
+def struct_of(schema: Schema, values: list[Any]) -> Struct:
     """A Struct of ``schema`` holding ``values`` in field order, without checking them:
     for values taken from a valid Struct whose field schemas are the same (checking each
     again would cost more than the transform)."""
-    struct = Struct(schema)
-    struct._values[:] = values
+    struct: Struct = _new(Struct)
+    struct.schema = schema
+    struct._values = values
     return struct
 
 
@@ -94,6 +99,8 @@ def struct_values(struct: Struct, with_default: bool) -> list[Any]:
                 values[index] = default
     return values
 
+
+_new = object.__new__
 
 _DEFAULTS: dict[int, tuple[Schema, tuple[tuple[int, Any], ...]]] = {}
 

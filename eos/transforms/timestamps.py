@@ -136,7 +136,7 @@ class TimestampConverter(KeyOrValueTransform):
                 pattern,
                 f"TimestampConverter requires a SimpleDateFormat-compatible pattern: {exc}",
             ) from None
-        self._schemas = SchemaCache()
+        self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if schema is None:
