@@ -30,7 +30,6 @@ from eos.api.schema import (
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform
-from eos.transforms.fields import REPLACE_NULL_DOC
 from eos.transforms.java import float32_text
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
@@ -41,6 +40,7 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
+from eos.transforms.settings import REPLACE_NULL, with_replace_null
 from eos.transforms.values import connect_string
 
 _INPUTS = ("INT8", "INT16", "INT32", "INT64", "FLOAT32", "FLOAT64", "BOOLEAN", "STRING", "BYTES")
@@ -92,9 +92,8 @@ class CastSpec:
         parse_spec(key, value)
 
 
-CAST_CONFIG = (
-    ConfigDef()
-    .define(
+CAST_CONFIG = with_replace_null(
+    ConfigDef().define(
         "spec",
         Type.LIST,
         NO_DEFAULT,
@@ -104,9 +103,6 @@ CAST_CONFIG = (
         "to cast fields of Maps or Structs. A single type to cast the entire value. Valid "
         "types are int8, int16, int32, int64, float32, float64, boolean, and string. Note "
         "that binary fields can only be cast to string.",
-    )
-    .define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
     )
 )
 
@@ -121,7 +117,7 @@ class Cast(KeyOrValueTransform):
         v = CAST_CONFIG.parse(settings)
         self._casts = parse_spec("spec", v["spec"])
         self._whole = self._casts.get(None)
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:

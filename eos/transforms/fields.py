@@ -36,26 +36,16 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
-from eos.transforms.settings import WHOLE, NonEmptyList
+from eos.transforms.settings import REPLACE_NULL, WHOLE, NonEmptyList, with_replace_null
 
 log = structlog.get_logger(__name__)
 
-REPLACE_NULL_DOC: Final = (
-    "Whether to replace fields that have a default value and that are null to the default "
-    "value. When set to true, the default value is used, otherwise null is used."
-)
 _OPTIONALITY = (
     " Suffix with ! to make this a required field, or ? to keep it optional (the default)."
 )
 
 
-def _replace_null(definition: ConfigDef) -> ConfigDef:
-    return definition.define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
-    )
-
-
-INSERT_FIELD_CONFIG = _replace_null(
+INSERT_FIELD_CONFIG = with_replace_null(
     ConfigDef()
     .define(
         "topic.field",
@@ -152,7 +142,7 @@ class InsertField(KeyOrValueTransform):
             raise ConfigError(
                 "static.value", None, f"No value specified for static field: {self._static[0]}"
             )
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
@@ -218,7 +208,7 @@ class RenameMappings:
                 raise ConfigError(key, ",".join(value), f"Invalid rename mapping: {mapping}")
 
 
-REPLACE_FIELD_CONFIG = _replace_null(
+REPLACE_FIELD_CONFIG = with_replace_null(
     ConfigDef()
     .define(
         "exclude",
@@ -276,7 +266,7 @@ class ReplaceField(KeyOrValueTransform):
         self._exclude = frozenset(v["exclude"])
         self._include = frozenset(v["include"])
         self._renames: dict[str, str] = dict(m.split(":") for m in v["renames"])
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def _keep(self, name: str) -> bool:
@@ -311,7 +301,7 @@ class ReplaceFieldValue(ReplaceField):
     on_key = False
 
 
-MASK_FIELD_CONFIG = _replace_null(
+MASK_FIELD_CONFIG = with_replace_null(
     ConfigDef()
     .define(
         "fields", Type.LIST, NO_DEFAULT, NonEmptyList(), Importance.HIGH, "Names of fields to mask."
@@ -352,7 +342,7 @@ class MaskField(KeyOrValueTransform):
         v = MASK_FIELD_CONFIG.parse(settings)
         self._fields = frozenset(v["fields"])
         self._replacement: str | None = v["replacement"]
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if schema is None:

@@ -20,7 +20,7 @@ from eos.errors import DataError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
 from eos.transforms.row import Row
 from eos.transforms.schemas import SchemaCache, field_value, require_map, require_struct
-from eos.transforms.settings import NonEmptyList, setting_error
+from eos.transforms.settings import REPLACE_NULL, NonEmptyList, setting_error, with_replace_null
 from eos.transforms.values import header_bytes
 
 INSERT_HEADER_CONFIG = (
@@ -116,7 +116,7 @@ class DropHeaders(RowTransform):
         return dataclasses.replace(block, headers=tuple(kept), header_columns=columns)
 
 
-HEADER_FROM_CONFIG = (
+HEADER_FROM_CONFIG = with_replace_null(
     ConfigDef()
     .define(
         "fields",
@@ -145,15 +145,6 @@ HEADER_FROM_CONFIG = (
         "(removed from the key/value), or copy if the fields are to be copied to the "
         "headers (retained in the key/value).",
     )
-    .define(
-        "replace.null.with.default",
-        Type.BOOLEAN,
-        True,
-        None,
-        Importance.MEDIUM,
-        "Whether to replace fields that have a default value and that are null to the "
-        "default value. When set to true, the default value is used, otherwise null is used.",
-    )
 )
 
 
@@ -175,7 +166,7 @@ class HeaderFrom(KeyOrValueTransform):
                 "'headers' config must have the same number of elements as 'fields' config",
             )
         self._move = v["operation"] == "move"
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._moved: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:

@@ -11,7 +11,6 @@ from eos.api.schema import Field, Schema, SchemaBuilder
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform, RowTransform
-from eos.transforms.fields import REPLACE_NULL_DOC
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
     SchemaCache,
@@ -21,20 +20,16 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
-from eos.transforms.settings import NonEmptyList
+from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
 
-VALUE_TO_KEY_CONFIG = (
-    ConfigDef()
-    .define(
+VALUE_TO_KEY_CONFIG = with_replace_null(
+    ConfigDef().define(
         "fields",
         Type.LIST,
         NO_DEFAULT,
         NonEmptyList(),
         Importance.HIGH,
         "Field names on the record value to extract as the record key.",
-    )
-    .define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
     )
 )
 
@@ -49,7 +44,7 @@ class ValueToKey(RowTransform):
     def configure(self, settings: Mapping[str, str]) -> None:
         v = VALUE_TO_KEY_CONFIG.parse(settings)
         self._fields: list[str] = v["fields"]
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._keys: SchemaCache[_KeyPlan] = SchemaCache()
 
     def transform(self, row: Row) -> bool:
@@ -82,12 +77,9 @@ class ValueToKey(RowTransform):
 _KeyPlan = tuple[Schema, list[int]]
 
 
-EXTRACT_FIELD_CONFIG = (
+EXTRACT_FIELD_CONFIG = with_replace_null(
     ConfigDef()
     .define("field", Type.STRING, NO_DEFAULT, None, Importance.MEDIUM, "Field name to extract.")
-    .define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
-    )
     .define(
         "field.syntax.version",
         Type.STRING,
@@ -162,7 +154,7 @@ class ExtractField(KeyOrValueTransform):
             self._path = field_path(v["field"], v["field.syntax.version"])
         except ValueError as exc:
             raise ConfigError("field", v["field"], str(exc)) from None
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         *parents, last = self._path

@@ -12,18 +12,14 @@ from eos.api.schema import Schema, Struct
 from eos.config.definition import ConfigDef, Importance, Type
 from eos.errors import ConfigError
 from eos.transforms.base import KeyOrValueTransform
-from eos.transforms.fields import REPLACE_NULL_DOC
 from eos.transforms.row import Row
 from eos.transforms.schemas import SchemaCache, require_schema, struct_of, struct_values
-from eos.transforms.settings import WHOLE
+from eos.transforms.settings import REPLACE_NULL, WHOLE, with_replace_null
 
-SET_SCHEMA_METADATA_CONFIG = (
+SET_SCHEMA_METADATA_CONFIG = with_replace_null(
     ConfigDef()
     .define("schema.name", Type.STRING, None, None, Importance.HIGH, "Schema name to set.")
     .define("schema.version", Type.INT, None, None, Importance.HIGH, "Schema version to set.")
-    .define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
-    )
 )
 
 
@@ -44,7 +40,7 @@ class SetSchemaMetadata(KeyOrValueTransform):
                 "Neither schema name nor version "
                 "configured: set schema.name, schema.version or both",
             )
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         self._schemas: SchemaCache[Schema] = SchemaCache()
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eos.config.definition import ConfigDef, Importance, Type
 from eos.errors import ConfigError
 from eos.transforms.java import java_regex
 
@@ -43,3 +44,20 @@ class NonEmptyList:
     def __call__(self, key: str, value: Any) -> None:
         if value is not None and not value:
             raise ConfigError(key, value, "must list at least one entry")
+
+
+REPLACE_NULL = "replace.null.with.default"
+
+
+def with_replace_null(definition: ConfigDef) -> ConfigDef:
+    """``definition`` with Connect's ``replace.null.with.default`` (true), the setting
+    of every transform that reads a Struct's fields."""
+    return definition.define(
+        REPLACE_NULL,
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "Whether to replace fields that have a default value and that are null to the "
+        "default value. When set to true, the default value is used, otherwise null is used.",
+    )

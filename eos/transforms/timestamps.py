@@ -34,7 +34,6 @@ from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform
 from eos.transforms.dates import EPOCH, SimpleDateFormat
-from eos.transforms.fields import REPLACE_NULL_DOC
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
     SchemaCache,
@@ -44,6 +43,7 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
+from eos.transforms.settings import REPLACE_NULL, with_replace_null
 from eos.transforms.values import epoch_millis
 
 STRING, UNIX, DATE, TIME, TIMESTAMP = "string", "unix", "Date", "Time", "Timestamp"
@@ -56,7 +56,7 @@ _PER_MS: Final = {
 """Units of ``unix.precision`` per millisecond (negative: milliseconds per unit)."""
 _DAY_MS = 86_400_000
 
-TIMESTAMP_CONVERTER_CONFIG = (
+TIMESTAMP_CONVERTER_CONFIG = with_replace_null(
     ConfigDef()
     .define(
         "field",
@@ -94,9 +94,6 @@ TIMESTAMP_CONVERTER_CONFIG = (
         "input if the input is a Long. Note: This SMT will cause precision loss during "
         "conversions from, and to, values with sub-millisecond components.",
     )
-    .define(
-        "replace.null.with.default", Type.BOOLEAN, True, None, Importance.MEDIUM, REPLACE_NULL_DOC
-    )
 )
 
 _SCHEMAS: Final = {
@@ -119,7 +116,7 @@ class TimestampConverter(KeyOrValueTransform):
         self._field: str = v["field"]
         self._target: str = v["target.type"]
         self._per_ms: int = _PER_MS[v["unix.precision"]]
-        self._defaults: bool = v["replace.null.with.default"]
+        self._defaults: bool = v[REPLACE_NULL]
         pattern: str = v["format"]
         if self._target == STRING and not pattern.strip():
             raise ConfigError(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from eos.api import SourceRecord
-from eos.api.schema import Schema, SchemaBuilder, Struct
+from eos.api.schema import Schema, Struct
+from eos.api.schema import struct_schema as schema_of
 from eos.transforms import TransformChain
 
 CONNECT = "org.apache.kafka.connect.transforms."
@@ -38,12 +39,7 @@ def apply(c: TransformChain, r: SourceRecord) -> SourceRecord:
 
 
 def struct_schema(*fields: tuple[str, Schema], name: str | None = None) -> Schema:
-    builder = SchemaBuilder.struct()
-    if name is not None:
-        builder.name(name)
-    for field_name, schema in fields:
-        builder.field(field_name, schema)
-    return builder.build()
+    return schema_of(fields, name)
 
 
 def struct(schema: Schema, **values: Any) -> Struct:
