@@ -63,13 +63,24 @@ class KeyOrValueTransform(RowTransform):
 
     on_key: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "on_key" in vars(cls):  # the $Key or $Value class: no test per record
+            cls.transform = _on_key if cls.on_key else _on_value  # type: ignore[method-assign]
+
     def transform(self, row: Row) -> bool:
-        if self.on_key:
-            row.key, row.key_schema = self.update(row, row.key, row.key_schema)
-        else:
-            row.value, row.value_schema = self.update(row, row.value, row.value_schema)
-        return True
+        return (_on_key if self.on_key else _on_value)(self, row)
 
     @abstractmethod
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         """The new (value, schema) of the operated side of ``row``."""
+
+
+def _on_key(self: KeyOrValueTransform, row: Row) -> bool:
+    row.key, row.key_schema = self.update(row, row.key, row.key_schema)
+    return True
+
+
+def _on_value(self: KeyOrValueTransform, row: Row) -> bool:
+    row.value, row.value_schema = self.update(row, row.value, row.value_schema)
+    return True

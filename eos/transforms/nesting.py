@@ -49,8 +49,11 @@ class ValueToKey(RowTransform):
 
     def transform(self, row: Row) -> bool:
         if row.value_schema is None:
-            get = require_map(row.value, "copying fields from value to key").get
-            row.key = {f: get(f) for f in self._fields}
+            value = require_map(row.value, "copying fields from value to key")
+            key = {}
+            for name in self._fields:  # a loop is faster here than a comprehension
+                key[name] = value.get(name)
+            row.key = key
             row.key_schema = None
             return True
         struct = require_struct(row.value, "copying fields from value to key")
