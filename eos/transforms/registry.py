@@ -105,7 +105,12 @@ def _find(kind: _Kind, name: str) -> type:
         target = name
     if target is None:
         raise PluginError(f"unknown {kind.what} {name!r}; {_known(kind)}")
-    cls = load_class(target)
+    try:
+        cls = load_class(target)
+    except PluginError:
+        raise
+    except Exception as exc:  # importing a module can fail in any way
+        raise PluginError(f"cannot load {name!r}: {exc!r}; {_known(kind)}") from exc
     if not issubclass(cls, kind.base) or inspect.isabstract(cls):
         raise PluginError(
             f"{name!r} is not a concrete eos.api.{kind.base.__name__} subclass; {_known(kind)}"
