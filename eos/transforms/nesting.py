@@ -18,7 +18,7 @@ from eos.transforms.schemas import (
     require_map,
     require_struct,
     struct_of,
-    struct_values,
+    values_at,
 )
 from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
 
@@ -58,8 +58,7 @@ class ValueToKey(RowTransform):
             return True
         struct = require_struct(row.value, "copying fields from value to key")
         key_schema, positions = self._keys.get(struct.schema, self._plan)
-        values = struct_values(struct, self._defaults)
-        row.key = struct_of(key_schema, [values[i] for i in positions])
+        row.key = struct_of(key_schema, values_at(struct, positions, self._defaults))
         row.key_schema = key_schema
         row.value_schema = struct.schema
         return True

@@ -1,7 +1,7 @@
 """Schema helpers the field transforms share: Connect's checks (``requireMap``,
 ``requireStruct``), a cache of derived schemas, and building a Struct from values that
-are valid already (:func:`struct_of`, :func:`struct_values`: the one place that reads and
-fills a Struct's slots directly).
+are valid already (:func:`struct_of`, :func:`struct_values`, :func:`values_at`: the one
+place that reads and fills a Struct's slots directly).
 
 :class:`SchemaCache` keeps the schema a transform derived from an input schema, as
 Connect's transforms keep theirs (an LRU of 16): records of one connector share one
@@ -98,6 +98,20 @@ def struct_values(struct: Struct, with_default: bool) -> list[Any]:
             if values[index] is None:
                 values[index] = default
     return values
+
+
+def values_at(struct: Struct, positions: list[int], with_default: bool) -> list[Any]:
+    """The values of the fields at ``positions`` (with ``with_default``, a None field's
+    default)."""
+    values = struct._values
+    picked = [values[i] for i in positions]
+    if with_default and None in picked:
+        fields = struct.schema.fields
+        picked = [
+            fields[i].schema.default if v is None else v
+            for i, v in zip(positions, picked, strict=True)
+        ]
+    return picked
 
 
 _new = object.__new__

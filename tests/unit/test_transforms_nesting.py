@@ -189,3 +189,14 @@ def test_hoist_field_with_schema_and_on_the_key() -> None:
     assert out.key_schema == struct_schema(("magic", INT32_SCHEMA))
     assert as_dict(out.key) == {"magic": 42}
     assert apply(c, record("v", key=None)).key == {"magic": None}
+
+
+def test_value_to_key_takes_defaults_of_null_fields() -> None:
+    schema = struct_schema(
+        ("a", SchemaBuilder.int32().optional().default(9).build()), ("b", INT32_SCHEMA)
+    )
+    value = struct(schema, b=2)
+    out = apply(one("ValueToKey", fields="a,b"), record(value, value_schema=schema))
+    assert as_dict(out.key) == {"a": 9, "b": 2}
+    plain = one("ValueToKey", fields="a,b", replace_null_with_default="false")
+    assert as_dict(apply(plain, record(value, value_schema=schema)).key) == {"a": None, "b": 2}
