@@ -89,23 +89,24 @@ def _step(props: Mapping[str, str], alias: str, loaded: Loaded) -> Step | None:
     prefix = f"{TRANSFORMS}.{alias}."
     settings = own_settings(props, prefix)
     name = settings.pop("type", None)
-    predicate_alias = settings.pop(PREDICATE, None)
+    raw_predicate = settings.pop(PREDICATE, None)
+    predicate_alias = raw_predicate.strip() if raw_predicate is not None else None
     raw_negate = settings.pop(NEGATE, None)
     problems = loaded.problems
     before = len(problems)
     negate = _negate(prefix, raw_negate, predicate_alias, problems)
     predicate = None
     if predicate_alias is not None:
-        found = loaded.predicates.get(predicate_alias.strip())
-        if found is None and predicate_alias.strip() not in aliases(props, PREDICATES):
+        found = loaded.predicates.get(predicate_alias)
+        if found is None and predicate_alias not in aliases(props, PREDICATES):
             listed = ", ".join(aliases(props, PREDICATES)) or "nothing"
             problems.append(
                 ConfigError(
                     prefix + PREDICATE,
-                    predicate_alias,
-                    f"no predicate {predicate_alias.strip()!r} is defined: list it in "
+                    raw_predicate,
+                    f"no predicate {predicate_alias!r} is defined: list it in "
                     f"'{PREDICATES}' (which lists {listed}) and set its {PREDICATES}."
-                    f"{predicate_alias.strip()}.type",
+                    f"{predicate_alias}.type",
                 )
             )
         predicate = None if found is None else found[1]
