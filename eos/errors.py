@@ -18,6 +18,7 @@ that *this instance* has been superseded (``zombie``)::
     │   │   ├── DataError            a value does not fit its schema (Connect's DataException)
     │   │   │   └── SchemaBuilderError  a schema cannot be built as asked
     │   │   └── SchemaRegistryError  the schema registry refused a schema (or a request)
+    │   ├── TransformError           a transform or predicate failed on a record (names the step)
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
@@ -132,6 +133,18 @@ class SchemaRegistryError(ConversionError):
     """The schema registry refused a converter's request: an incompatible schema (the
     message names the subject, the compatibility level and the change), an invalid one,
     a schema that is not registered (``auto.register.schemas=false``), or bad credentials."""
+
+
+class TransformError(TaskError):
+    """A step of the connector's ``transforms`` chain (or its predicate) failed on a
+    record, or cannot run on the record as it comes (a transform of values on rows the
+    connector already encoded). The message names the step (``transforms.<alias>``,
+    its class) and the record's source partition and offset; ``__cause__`` is the
+    step's own error (often a :class:`DataError`)."""
+
+    def __init__(self, message: str, alias: str = "") -> None:
+        super().__init__(message)
+        self.alias = alias
 
 
 class TransactionTimedOut(TaskError):

@@ -24,6 +24,8 @@ from eos.api.task import SourceTask as SourceTask
 from eos.api.task import SourceTaskContext as SourceTaskContext
 from eos.api.task import TransactionContext as TransactionContext
 from eos.api.task import WorkerResources as WorkerResources
+from eos.api.transforms import Predicate as Predicate
+from eos.api.transforms import Transformation as Transformation
 from eos.config.definition import NO_DEFAULT as NO_DEFAULT
 from eos.config.definition import ConfigDef as ConfigDef
 from eos.config.definition import ConfigKey as ConfigKey

@@ -100,6 +100,13 @@ class SourceConnector(ABC):
         """SUPPORTED if tasks use :class:`~eos.api.TransactionContext` with this config."""
         return ConnectorTransactionBoundaries.UNSUPPORTED
 
+    def encodes_rows(self, config: Mapping[str, str]) -> bool:
+        """True if, with this configuration, the tasks hand keys and values over already
+        encoded (``RecordBlock`` or ``SourceRecord(encoded=True)`` of bytes): validation
+        then refuses transforms and predicates that read keys or values (they could
+        not run on bytes). The default, False: the converters encode."""
+        return False
+
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Problems per setting; by default those found by :meth:`config_def`."""
         return self.config_def().validate(config)

@@ -44,7 +44,7 @@ class SourceRecord:
     key: Any = None
     partition: int | None = None
     timestamp: int | None = None
-    headers: Sequence[tuple[str, bytes]] = field(default_factory=tuple)
+    headers: Sequence[tuple[str, bytes | None]] = field(default_factory=tuple)
     encoded: bool = False
     key_schema: Schema | None = None
     value_schema: Schema | None = None

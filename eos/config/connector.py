@@ -109,6 +109,17 @@ class ConverterName:
             raise ConfigError(key, value, f"must be {self.allowed}")
 
 
+class UniqueAliases:
+    """A list of aliases, none twice (``transforms``, ``predicates``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.allowed = f"unique {kind} aliases"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and len(set(value)) < len(value):
+            raise ConfigError(key, ",".join(value), "Duplicate alias provided.")
+
+
 def _converter(which: str) -> Definition:
     doc = (
         f"How record {which}s become bytes: json, string, bytes, Kafka Connect's or "
@@ -146,6 +157,9 @@ CONSUMER_OVERRIDE: Final = "consumer.override."
 ADMIN_OVERRIDE: Final = "admin.override."
 CONNECTOR_PREFIXES: Final = (PRODUCER_OVERRIDE, CONSUMER_OVERRIDE, ADMIN_OVERRIDE)
 """Prefixes of per-connector client settings."""
+
+TRANSFORM_PREFIXES: Final = ("transforms.", "predicates.")
+"""Prefixes of each transform's and predicate's settings (checked by eos.transforms)."""
 
 IGNORED_OVERRIDES: Final = (
     f"{PRODUCER_OVERRIDE}transactional.id",
@@ -237,6 +251,26 @@ class ConnectorConfig:
         convert=_client_or_none,
     )
     """``producer.client`` of this connector (None: the worker's)."""
+    transforms: list[str] = setting(
+        "transforms",
+        Type.LIST,
+        [],
+        UniqueAliases("transformation"),
+        Importance.LOW,
+        "Aliases for the transformations to be applied to records, in order; each alias "
+        "needs transforms.<alias>.type (docs/transforms.md).",
+        "transforms",
+    )
+    predicates: list[str] = setting(
+        "predicates",
+        Type.LIST,
+        [],
+        UniqueAliases("predicate"),
+        Importance.LOW,
+        "Aliases for the predicates used by transformations (transforms.<alias>.predicate); "
+        "each alias needs predicates.<alias>.type.",
+        "transforms",
+    )
     offsets_topic: str | None = setting(
         "offsets.storage.topic",
         Type.STRING,
@@ -448,7 +482,8 @@ def valid_choice(props: Mapping[str, str], name: str) -> str | None:
 
 
 def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list[str]:
-    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides nor the connector's
-    own definition (``config_def()``) defines."""
-    prefixes = (*CONNECTOR_PREFIXES, "key.converter.", "value.converter.")
+    """Settings neither :data:`CONNECTOR_CONFIG`, the overrides, the converters', the
+    transforms' and predicates' nor the connector's own definition (``config_def()``)
+    defines."""
+    prefixes = (*CONNECTOR_PREFIXES, *TRANSFORM_PREFIXES, "key.converter.", "value.converter.")
     return CONNECTOR_CONFIG.merged(connector_def).unknown(props, prefixes)

@@ -82,7 +82,7 @@ class SegmentSent(_SegmentSent):
     batches: list[tuple[Outgoing, Any]] = field(default_factory=list)
 
 
-Headers = list[tuple[str, bytes]]
+Headers = list[tuple[str, bytes | None]]
 
 BeforeFull = Callable[[], Awaitable[None]]
 """Called once, before a segment queues a full batch or a record too large for a batch:
@@ -297,7 +297,7 @@ def bad_row(block: RecordBlock) -> int | str:
 
 def header_rows(block: RecordBlock) -> Iterable[Headers]:
     """Each row's headers: the block's, then its header columns' (None: left out)."""
-    common = list(block.headers)
+    common: Headers = list(block.headers)
     columns = list(block.header_columns.items())
     if not columns:
         return itertools.repeat(common)

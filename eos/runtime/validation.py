@@ -1,6 +1,7 @@
 """Validating a connector config against its plugin: the checks of
 :mod:`eos.config.connector` that need only the settings, the connector's own
-``validate()`` and ``config_def()``, and the pre-flight checks of
+``validate()`` and ``config_def()``, its ``transforms`` and ``predicates``
+(:mod:`eos.transforms.validation`), and the pre-flight checks of
 ``exactly.once.support`` and ``transaction.boundary`` (docs/exactly-once.md).
 Run on create, config update and validate."""
 
@@ -19,6 +20,7 @@ from eos.config.connector import (
 )
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
+from eos.transforms import validation as transforms
 
 
 def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:
@@ -105,12 +107,23 @@ def _why(answer: Any) -> str:
     return message
 
 
+def _transform_problems(
+    props: Mapping[str, str], connector: SourceConnector | None
+) -> list[Problem]:
+    """The transforms' and predicates' (docs/transforms.md), and those that cannot run on
+    the rows of a connector that hands them over encoded."""
+    encoded = connector is not None and _ask(connector.encodes_rows, props) is True
+    encoded_by = type(connector).__name__ if encoded else None
+    return [Problem(e.key, str(e), e) for e in transforms.problems(props, encoded_by=encoded_by)]
+
+
 def _all_problems(
     props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
 ) -> list[Problem]:
     problems = settings_problems(props, worker)
     if connector is not None:
         problems += _connector_problems(props, connector)
+    problems += _transform_problems(props, connector)
     return problems + _support_problems(props, worker, connector)
 
 
@@ -125,6 +138,8 @@ def validate_connector(
     if connector is not None:
         for name in connector.config_def().keys:
             result.setdefault(name, [])
+    for name in transforms.definitions(props).keys:
+        result.setdefault(name, [])
     for problem in _all_problems(props, worker, connector):
         result.setdefault(problem.key, []).append(problem.message)
     return result

@@ -372,6 +372,10 @@ class VerifiableSource(SourceConnector):
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return ExactlyOnceSupport.SUPPORTED
 
+    def encodes_rows(self, config: Mapping[str, str]) -> bool:
+        """``output=blocks`` writes the JSON itself."""
+        return str(config.get("output", RECORDS)).strip().lower() == BLOCKS
+
     def can_define_transaction_boundaries(
         self, config: Mapping[str, str]
     ) -> ConnectorTransactionBoundaries:

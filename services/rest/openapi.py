@@ -230,13 +230,16 @@ PATHS: dict[str, dict[str, Any]] = {
                    params=[_NAME]),
     },
     "/connector-plugins": {
-        "get": _op("Installed connector plugins (and converters with connectorsOnly=false)",
+        "get": _op("Installed connector plugins (with connectorsOnly=false also converters, "
+                   "transformations and predicates)",
                    "plugins",
                    {"200": _ok("plugins", {"type": "array", "items": _ref("PluginInfo")})},
-                   params=[_flag("connectorsOnly", "false also lists converters")]),
+                   params=[_flag("connectorsOnly", "false also lists converters, "
+                                 "transformations and predicates")]),
     },
     "/connector-plugins/{plugin}/config": {
-        "get": _op("The plugin's own settings", "plugins",
+        "get": _op("The plugin's own settings (a connector, transformation or predicate)",
+                   "plugins",
                    {"200": _ok("definitions", {"type": "array", "items": {"type": "object"}}),
                     "404": _error("no such plugin")}, params=[_PLUGIN]),
     },

@@ -1,13 +1,16 @@
 """Connector plugins (Kafka Connect's paths and shapes):
 
 - ``GET /connector-plugins[?connectorsOnly=false]``: the installed connectors (and,
-  with ``connectorsOnly=false``, the bundled converters);
-- ``GET /connector-plugins/{plugin}/config``: the plugin's own settings;
-- ``PUT /connector-plugins/{plugin}/config/validate``: every setting of the framework
-  and the plugin with its definition, value and problems, grouped — the same checks
-  that create and update run.
+  with ``connectorsOnly=false``, the bundled converters, the transformations and the
+  predicates);
+- ``GET /connector-plugins/{plugin}/config``: the plugin's own settings (a connector, a
+  transformation or a predicate);
+- ``PUT /connector-plugins/{plugin}/config/validate``: every setting of the framework,
+  the plugin and its transforms and predicates with its definition, value and problems,
+  grouped — the same checks that create and update run.
 
-``{plugin}`` is an alias (``VerifiableSource``), a class path, or a class name.
+``{plugin}`` is an alias (``VerifiableSource``), a class path, or a class name; for
+``…/config`` also a transformation's or predicate's name (``InsertField$Value``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from eos.errors import NotFoundError, PluginError
 from eos.runtime.converters import CONVERTERS
 from eos.runtime.plugins import available_connectors, connector_class
 from eos.runtime.worker import Worker
+from eos.transforms import registry as transforms_registry
+from eos.transforms import validation as transforms
 from services.rest.errors import guard, json_object
 
 
@@ -53,6 +58,12 @@ async def plugins(request: Request) -> Response:
             {"class": name, "type": "converter", "version": eos.__version__}
             for name in sorted(CONVERTERS)
         ]
+        for kind in ("transformation", "predicate"):
+            listed += [
+                {"class": name, "type": kind, "version": eos.__version__}
+                | ({"alias": alias} if alias else {})
+                for name, alias in transforms_registry.installed(kind)
+            ]
     return JSONResponse(listed)
 
 
@@ -67,8 +78,23 @@ def _definition(key: ConfigKey, order: int) -> dict[str, Any]:
 
 
 async def plugin_config(request: Request) -> Response:
-    own = _plugin(request.path_params["plugin"])().config_def()
+    name = request.path_params["plugin"]
+    try:
+        own = _plugin(name)().config_def()
+    except NotFoundError:
+        own = _step_definition(name)
     return JSONResponse([_definition(k, i) for i, k in enumerate(own.keys.values())])
+
+
+def _step_definition(name: str) -> ConfigDef:
+    """The settings of the transformation or predicate ``name`` (404 if there is none)."""
+    for find in (transforms_registry.transform_class, transforms_registry.predicate_class):
+        try:
+            definition: ConfigDef = find(name)().config_def()
+        except PluginError:
+            continue
+        return definition
+    raise NotFoundError(f"Unknown plugin {name}: no connector, transformation or predicate")
 
 
 async def validate(request: Request) -> Response:
@@ -78,7 +104,7 @@ async def validate(request: Request) -> Response:
     props = {str(k): str(v) for k, v in body.items() if v is not None}
     props.setdefault("connector.class", _class_path(cls))
     problems = worker.problems(props)
-    keys = CONNECTOR_CONFIG.merged(cls().config_def())
+    keys = CONNECTOR_CONFIG.merged(cls().config_def()).merged(transforms.definitions(props))
     return JSONResponse(_validation(_class_path(cls), keys, props, problems))
 
 

@@ -234,13 +234,15 @@ def test_overrides_eos_owns_are_dropped_with_a_warning(key: str, layer: str) -> 
 
 
 def test_unknown_settings_against_framework_and_connector_keys() -> None:
-    settings = props(tabel="typo", **{"producer.override.acks": "all", "transforms": "x"})
-    assert unknown_connector_settings(settings, Fake()) == ["tabel", "transforms"]
+    settings = props(tabel="typo", **{"producer.override.acks": "all", "transform": "x"})
+    assert unknown_connector_settings(settings, Fake()) == ["tabel", "transform"]
+    transforms = {"transforms": "x", "transforms.x.type": "Filter", "predicates.p.type": "?"}
+    assert unknown_connector_settings(props(**transforms), Fake()) == []
     with capture_logs() as logs:
         ConnectorConfig.from_properties(settings, worker(), Fake().config_def())
     assert [e["setting"] for e in logs if e["event"] == "unknown connector setting"] == [
         "tabel",
-        "transforms",
+        "transform",
     ]
 
 

@@ -3,7 +3,8 @@ runtime's observer port and the state enum at most; eos imports neither services
 nor pyspark; bundled connectors import only eos.api from eos. Inside eos: the connector
 API, the settings and the Kafka layer never reach up into storage or the runtime, storage
 never reaches into the runtime or the connector API, and the settings never import the
-connector API (validation against a plugin is the runtime's job). Imports under
+connector API (validation against a plugin is the runtime's job). The transforms build on
+the connector API only (and the runtime's plugin loader). Imports under
 ``if TYPE_CHECKING:`` count too."""
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def _allowed(name: str, allowed: str) -> bool:
         ("eos/config", "eos.config eos.errors eos.kafka"),
         ("eos/kafka", "eos.kafka eos.errors eos.config"),
         ("eos/storage", "eos.storage eos.kafka eos.errors eos.state eos.config"),
+        (
+            "eos/transforms",
+            "eos.transforms eos.api eos.errors eos.config.definition eos.runtime.plugins",
+        ),
     ],
 )
 def test_layers(folder: str, allowed: str) -> None:

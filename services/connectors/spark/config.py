@@ -368,10 +368,7 @@ class SparkSourceSettings:
             task_count=int(props.get(TASK_COUNT, 1)),
             tables=_tables(props, values),
             starting=str(values[start_key]).strip(),
-            json_converters=all(
-                str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
-                for which in ("key", "value")
-            ),
+            json_converters=json_converters(props),
             typed_converters=wants_schemas(props),
         )
 
@@ -419,3 +416,11 @@ def _tables(props: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, .
         return tuple(str(t).strip() for t in values["tables"] if str(t).strip())
     single = str(values["table"] or values["path"]).strip()
     return (single,) if single else ()
+
+
+def json_converters(props: Mapping[str, Any]) -> bool:
+    """Both the connector's ``key.converter`` and ``value.converter`` are ``json``."""
+    return all(
+        str(props.get(f"{which}.converter", "json")).strip().lower() == "json"
+        for which in ("key", "value")
+    )

@@ -23,6 +23,7 @@ from services.connectors.spark.config import (
     TASK_COUNT,
     TASK_INDEX,
     SparkSourceSettings,
+    json_converters,
     problems,
 )
 from services.connectors.spark.lakehouse import extra_problem
@@ -108,6 +109,10 @@ class SparkSource(SourceConnector):
             return ExactlyOnceSupport.SUPPORTED
         unique = str(config.get("incrementing.column.unique", "false")).strip().lower()
         return ExactlyOnceSupport.SUPPORTED if unique == "true" else None
+
+    def encodes_rows(self, config: Mapping[str, str]) -> bool:
+        """With both converters ``json`` Spark writes the records' JSON itself."""
+        return json_converters(config)
 
     def can_define_transaction_boundaries(
         self, config: Mapping[str, str]

@@ -1,0 +1,210 @@
+"""What Connect's transforms cost in eos, per record, next to the record path they run in.
+
+Pure Python, no broker. Two kinds of records of ~100 bytes of JSON (six fields):
+  dicts    schemaless: the value is a dict
+  structs  the value is a Struct with its schema
+and five chains:
+  none     no transforms at all (TransformChain.apply returns its input)
+  insert   InsertField$Value, a static field
+  route    RegexRouter, (.*) to eu.$1
+  v2k      ValueToKey, one field
+  three    insert + route + v2k, the chain of the issue's target
+
+For each it times, in the same round, 1) the chain alone, 2) the Python record path
+without it: building the SourceRecord and converting key and value with the JSON
+converter (a Struct as a dict: the schema-aware converters are not part of this), 3) the
+same with the chain between the two. ``rate`` is (2)/(3): the share of the path's rate
+that is left with the chain; the target is >= 0.85 for ``three``. ``at 5 us`` is the
+same ratio for a path of 5 us per record (the issue's measure of the typical path,
+producer included). Record blocks: ``route+header`` renames the topic and adds a
+header on a block of 1000 encoded rows, ``filter`` drops rows by a topic predicate.
+
+Every round is printed; the summary takes the fastest round of each (the least
+disturbed on a shared machine). Usage:
+
+    python bench/transforms.py [--records 50000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from eos.api import RecordBlock, SourceRecord
+from eos.api.schema import (
+    BOOLEAN_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT64_SCHEMA,
+    STRING_SCHEMA,
+    SchemaBuilder,
+    Struct,
+)
+from eos.runtime.converters import JsonConverter
+from eos.transforms import TransformChain
+
+PARTITION = {"table": "orders"}
+SCHEMA = (
+    SchemaBuilder.struct()
+    .name("Order")
+    .field("id", INT64_SCHEMA)
+    .field("name", STRING_SCHEMA)
+    .field("amount", FLOAT64_SCHEMA)
+    .field("ok", BOOLEAN_SCHEMA)
+    .field("city", STRING_SCHEMA)
+    .field("state", STRING_SCHEMA)
+    .build()
+)
+INSERT = {"i.type": "InsertField$Value", "i.static.field": "src", "i.static.value": "db"}
+ROUTE = {"r.type": "RegexRouter", "r.regex": "(.*)", "r.replacement": "eu.$1"}
+V2K = {"k.type": "ValueToKey", "k.fields": "id"}
+CHAINS: dict[str, tuple[str, dict[str, str]]] = {
+    "none": ("", {}),
+    "insert": ("i", INSERT),
+    "route": ("r", ROUTE),
+    "v2k": ("k", V2K),
+    "three": ("i,r,k", {**INSERT, **ROUTE, **V2K}),
+}
+PATH_US = 5.0
+"""The issue's typical record path, in µs of Python per record."""
+
+
+def chain(name: str) -> TransformChain:
+    aliases, settings = CHAINS[name]
+    props = {"transforms": aliases, **{f"transforms.{k}": v for k, v in settings.items()}}
+    return TransformChain.from_config(props)
+
+
+def values(kind: str, n: int) -> list[Any]:
+    rows = [
+        {"id": i, "name": f"name-{i}", "amount": 12.5, "ok": True, "city": "Topeka", "state": "KS"}
+        for i in range(n)
+    ]
+    return rows if kind == "dicts" else [Struct(SCHEMA, row) for row in rows]
+
+
+def plain(value: Any) -> Any:
+    """A Struct as a dict (what the JSON converter can write)."""
+    if isinstance(value, Struct):
+        return {f.name: plain(value.get(f)) for f in value.schema.fields}
+    return value
+
+
+def timed(run: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def measure(kind: str, name: str, data: list[Any]) -> tuple[float, float, float]:
+    """µs per record of (the chain alone, the path, the path with the chain)."""
+    c = chain(name)
+    json = JsonConverter()
+    schema = SCHEMA if kind == "structs" else None
+    records = [
+        SourceRecord(PARTITION, {"i": i}, "orders", v, value_schema=schema)
+        for i, v in enumerate(data)
+    ]
+
+    def alone() -> None:
+        for r in records:
+            c.apply(r)
+
+    def path(transform: bool) -> Callable[[], None]:
+        def run() -> None:
+            for i, v in enumerate(data):
+                r: SourceRecord | None = SourceRecord(
+                    PARTITION, {"i": i}, "orders", v, value_schema=schema
+                )
+                if transform:
+                    r = c.apply(r)  # type: ignore[arg-type]
+                    if r is None:
+                        continue
+                json.convert(r.topic, plain(r.key))  # type: ignore[union-attr]
+                json.convert(r.topic, plain(r.value))  # type: ignore[union-attr]
+
+        return run
+
+    n = len(data) / 1e6
+    return timed(alone) / n, timed(path(False)) / n, timed(path(True)) / n
+
+
+def block_cost(name: str, rows: int = 1000, repeat: int = 50) -> float:
+    """µs per row of a block step."""
+    if name == "route+header":
+        props = {
+            "transforms": "r,h",
+            **{f"transforms.{k}": v for k, v in ROUTE.items()},
+            "transforms.h.type": "InsertHeader",
+            "transforms.h.header": "src",
+            "transforms.h.value.literal": "db",
+        }
+        block = RecordBlock(PARTITION, {"i": rows}, "orders", [b'{"id":1}'] * rows)
+    else:
+        props = {
+            "transforms": "f",
+            "transforms.f.type": "Filter",
+            "transforms.f.predicate": "p",
+            "predicates": "p",
+            "predicates.p.type": "TopicNameMatches",
+            "predicates.p.pattern": "tmp-.*",
+        }
+        topics = ["tmp-a" if i % 10 == 0 else "orders" for i in range(rows)]
+        block = RecordBlock(PARTITION, {"i": rows}, "orders", [b"{}"] * rows, topics=topics)
+    c = TransformChain.from_config(props)
+
+    def run() -> None:
+        for _ in range(repeat):
+            c.apply_block(block)
+
+    return timed(run) / (rows * repeat) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    data = {kind: values(kind, args.records) for kind in ("dicts", "structs")}
+    results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    blocks: dict[str, list[float]] = {}
+    print("| round | record | chain | chain µs | path µs | path+chain µs | rate | at 5 µs |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    for round_no in range(args.rounds + 1):  # round 0 warms up and is reported as such
+        for kind in data:
+            for name in CHAINS:
+                alone, path, full = measure(kind, name, data[kind])
+                label = "warm-up" if round_no == 0 else str(round_no)
+                print(
+                    f"| {label} | {kind} | {name} | {alone:.2f} | {path:.2f} | {full:.2f} | "
+                    f"{path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
+                )
+                if round_no:
+                    results.setdefault((kind, name), []).append((alone, path, full))
+        for name in ("route+header", "filter"):
+            cost = block_cost(name)
+            print(
+                f"| {'warm-up' if round_no == 0 else round_no} | block | {name} | "
+                f"{cost:.3f} per row | | | | |"
+            )
+            if round_no:
+                blocks.setdefault(name, []).append(cost)
+    print("\nSummary (fastest round; median of the chain alone in brackets):\n")
+    print("| record | chain | chain µs | path µs | path+chain µs | rate | at 5 µs |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for (kind, name), rows in results.items():
+        alone = min(r[0] for r in rows)
+        path, full = min(r[1] for r in rows), min(r[2] for r in rows)
+        median = statistics.median(r[0] for r in rows)
+        print(
+            f"| {kind} | {name} | {alone:.2f} ({median:.2f}) | {path:.2f} | {full:.2f} | "
+            f"{path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
+        )
+    for name, costs in blocks.items():
+        print(f"| block | {name} | {min(costs):.3f} per row | | | | |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""What the bundled transforms and predicates share: they work on a :class:`Row` in
+place (the chain's fast path, one record built at its end), and, where their work is
+on topics, headers or timestamps, on a :class:`~eos.api.RecordBlock`'s columns.
+
+Block methods take a *mask*: None for every row, else one bool per row saying which rows
+the step applies to (its predicate matched). They raise :class:`NeedsRows` when the
+block's columns cannot express the result; the chain then runs the step and the rest
+of the chain row by row.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from eos.api.records import RecordBlock, SourceRecord
+from eos.api.schema import Schema
+from eos.api.transforms import Predicate, Transformation
+from eos.transforms.row import Row
+
+Mask = Sequence[bool] | None
+"""Which rows of a block a step applies to; None: every row."""
+
+
+class NeedsRows(Exception):
+    """This block's columns cannot express the step's result: run it row by row.
+    A signal between a step and the chain, never raised out of the chain."""
+
+
+class RowTransform(Transformation):
+    """A bundled transform: :meth:`transform` changes a :class:`Row` in place."""
+
+    @abstractmethod
+    def transform(self, row: Row) -> bool:
+        """Change ``row``; False drops the record."""
+
+    def apply(self, record: SourceRecord) -> SourceRecord | None:
+        row = Row(record)
+        if not self.transform(row):
+            return None
+        return record if row.same_as(record) else row.freeze()
+
+    def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
+        """The block with the step applied to the rows of ``mask`` (None: all dropped)."""
+        raise NeedsRows
+
+
+class RowPredicate(Predicate):
+    """A bundled predicate: tests a :class:`Row` or a record alike."""
+
+    @abstractmethod
+    def test(self, record: SourceRecord | Row) -> bool: ...
+
+    def test_block(self, block: RecordBlock) -> bool | Sequence[bool]:
+        """One answer for every row, or one per row."""
+        raise NeedsRows
+
+
+class KeyOrValueTransform(RowTransform):
+    """A transform with Connect's ``$Key`` and ``$Value`` variants: :meth:`update`
+    turns the key (or value) and its schema into new ones."""
+
+    on_key: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "on_key" in vars(cls):  # the $Key or $Value class: no test per record
+            cls.transform = _on_key if cls.on_key else _on_value  # type: ignore[method-assign]
+
+    def transform(self, row: Row) -> bool:
+        return (_on_key if self.on_key else _on_value)(self, row)
+
+    @abstractmethod
+    def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
+        """The new (value, schema) of the operated side of ``row``."""
+
+
+def _on_key(self: KeyOrValueTransform, row: Row) -> bool:
+    row.key, row.key_schema = self.update(row, row.key, row.key_schema)
+    return True
+
+
+def _on_value(self: KeyOrValueTransform, row: Row) -> bool:
+    row.value, row.value_schema = self.update(row, row.value, row.value_schema)
+    return True
