@@ -41,12 +41,13 @@ from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.assignors.base import AssignorSettings
 from eos.runtime.assignors.registry import make_assignor
+from eos.runtime.at_least_once_task import AtLeastOnceTask
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.converters import make_converter
 from eos.runtime.coordinator import ClusterView, Coordinator
-from eos.runtime.exactly_once_task import ExactlyOnceTask
+from eos.runtime.exactly_once_task import ExactlyOnceTask, boundary_policy
 from eos.runtime.leader_client import LeaderClient
 from eos.runtime.membership import Membership, MembershipSettings
 from eos.runtime.observer import NullObserver, WorkerObserver
@@ -55,7 +56,7 @@ from eos.runtime.offsets_admin import Offsets, read_offsets, write_offsets
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
 from eos.runtime.signatures import Rejection, verify
-from eos.runtime.source_task import AtLeastOnceTask, SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
 from eos.runtime.validation import validate_connector
 from eos.state import State
 from eos.storage.config_log import (
@@ -520,8 +521,9 @@ class Worker:
             flush_interval_ms=s.offset_flush_interval_ms,
             transaction_timeout_ms=config.producer_transaction_timeout_ms(s),
             producer_client=config.task_producer_client(s),
-            boundary=config.transaction_boundary,
-            boundary_interval_ms=config.boundary_interval_ms(s),
+            boundary=boundary_policy(
+                config.transaction_boundary, config.boundary_interval_ms(s), self.clock
+            ),
             gate=_StartGate(self, offsets_client, own_topic),
             offsets_committed=self.mirror.submit if own_topic else None,
             topic_discovered=partial(self._topic_discovered, spec) if s.topic_tracking else None,
