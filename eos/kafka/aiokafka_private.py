@@ -1,5 +1,6 @@
 """Every use of aiokafka's private surface, in one place: how a task producer ends its
-transactions from its own coroutine, and transaction version 2 on aiokafka's sender.
+transactions from its own coroutine, and transaction version 2 on aiokafka's sender (and
+one metadata call a topic reader needs, :func:`topic_partitions`).
 
 aiokafka sends everything from one background task per producer (its ``Sender``): it
 wakes on every queued batch, every transactional state change and every response, and
@@ -44,7 +45,7 @@ import collections
 from typing import Any
 
 import anyio
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
 from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.producer.sender import (
@@ -63,6 +64,14 @@ PRODUCER_FENCED = 90
 
 TRANSACTION_ABORTABLE = 120
 """KIP-1050's error code (newer than aiokafka): abort the transaction, then go on."""
+
+
+async def topic_partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int] | None:
+    """The partitions of ``topic`` from fresh metadata (aiokafka has no public "describe
+    this topic" on a consumer; its client does)."""
+    cluster = await consumer._client.fetch_all_metadata()
+    partitions: set[int] | None = cluster.partitions_for_topic(topic)
+    return partitions
 
 
 def sender_running(producer: AIOKafkaProducer) -> bool:
