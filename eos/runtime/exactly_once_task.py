@@ -158,13 +158,6 @@ class ExactlyOnceTask(SourceTaskRunner):
     async def recover(self, exc: TransactionAbortable) -> None:
         """Abort (the producer goes on with the next epoch) so that a new instance of the
         connector's task re-polls from the committed offsets; too many in a row fail."""
-        self._abortable += 1
-        if self._abortable > ABORTABLE_RESTARTS:
-            raise TaskError(
-                f"the broker answered TRANSACTION_ABORTABLE {self._abortable} times in a row "
-                f"(each transaction aborted, the task restarted from its committed offsets): "
-                f"{exc}"
-            ) from exc
         held, self._held, self._held_count = self._held_count, [], 0
         batch, self._inflight = self._inflight, self.new_inflight()
         self._policy.forget()
@@ -172,6 +165,13 @@ class ExactlyOnceTask(SourceTaskRunner):
             assert self._producer is not None
             await self._call(self._producer.abort())
             self.deps.observer.transaction_aborted(len(batch) + held, "error")
+        self._abortable += 1
+        if self._abortable > ABORTABLE_RESTARTS:
+            raise TaskError(
+                f"the broker answered TRANSACTION_ABORTABLE {self._abortable} times in a row "
+                f"(each transaction aborted, the task restarted from its committed offsets): "
+                f"{exc}"
+            ) from exc
         self.log.warning(
             "transaction aborted (TRANSACTION_ABORTABLE); the task restarts from its "
             "committed offsets",

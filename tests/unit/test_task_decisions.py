@@ -282,6 +282,7 @@ async def test_transaction_abortable_in_a_row_fails_the_task() -> None:
     assert f"TRANSACTION_ABORTABLE {ABORTABLE_RESTARTS + 1} times in a row" in failed_trace(h)
     assert source.starts == [0] * (ABORTABLE_RESTARTS + 1)
     assert h.broker.values() == []
+    assert h.producer.calls.count("end_txn abort") == ABORTABLE_RESTARTS + 1  # the last too
 
 
 async def test_the_at_least_once_flush_writes_offsets_only_after_their_records() -> None:
