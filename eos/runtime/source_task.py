@@ -4,44 +4,44 @@ The loop is written once, as a template with named steps::
 
     start-up → task.start → RUNNING
     loop until stopped:
-        prepare_to_poll()                       (interval commits / periodic flushes)
-        poll()                                  (cancelled when a stop is requested)
-        dispatch the batch                      (record_boundary splits it):
-            send(segment): check topics, record offsets, [transform], convert + queue
-        batch_dispatched()                      (batch boundary)
-    final_commit()                              (bounded by the graceful-shutdown deadline)
+        prepare_to_poll()              (interval commits / periodic flushes)
+        poll()                         (cancelled when a stop is requested)
+        dispatch: send(segment)        (record_boundary splits the batch): check topics,
+                                       convert + queue, keep the offsets of what was polled
+        batch_dispatched()             (batch boundary)
+    final_commit()                     (bounded by the graceful-shutdown deadline)
     task.stop → producer closed
 
-A record's path from poll to commit (exactly-once, aiokafka; docs/architecture.md):
+A record's path from poll to commit (exactly-once, aiokafka producer) crosses 5 modules:
 
-1. here: ``poll`` returns it; ``_send`` checks its topic, keeps its source offset in
-   :class:`InFlight` and hands the segment to the producer port with :meth:`_convert`;
+1. here: ``poll`` returns it; :meth:`SourceTaskRunner._send` checks its topic, hands the
+   segment to the producer port with :meth:`SourceTaskRunner._convert`, then keeps the
+   latest source offset per partition in :class:`InFlight`;
 2. :mod:`eos.runtime.exactly_once_task`: opens the transaction before the first send,
-   holds records (interval boundary), asks the boundary policy, and commits: offsets
-   records into the same transaction, then the commit;
-3. :mod:`eos.runtime.producers.aiokafka`: converts each record (calling back
-   :meth:`_convert`) and appends it to a Kafka record batch per partition;
-4. :mod:`eos.kafka.aiokafka_private`: at the commit, sends the batches and ends the
-   transaction from the task's coroutine;
+   holds records (interval boundary), asks its boundary policy, and commits: the held
+   records, the offsets records into the same transaction, then the commit;
+3. :mod:`eos.runtime.producers.aiokafka`: converts each record (calling ``_convert``) and
+   appends it to a Kafka record batch per partition; commit = flush, then EndTxn;
+4. :mod:`eos.kafka.aiokafka_private`: sends the batches and ends the transaction from the
+   task's coroutine (aiokafka's handlers);
 5. :mod:`eos.kafka.transactions_v2`: the Produce v12 and EndTxn v5 wire formats.
 
-New per-record steps slot into :meth:`SourceTaskRunner._send` without a new loop: a
-transform step between the offsets bookkeeping and the producer (records it drops still
-commit their offsets: they were recorded first), a dead-letter step where
-:meth:`_convert` fails (the dead letter goes to the producer in the same segment, so in
-the same transaction).
+Steps to come slot into ``_send`` without a new loop: single message transforms go
+before the producer (a function of the segment; the offsets are taken from the polled
+records, so a record a transform drops still commits its offset, as Connect does); a
+dead-letter step catches in ``_convert`` and hands its dead letters to the producer in a
+second ``send`` of the same segment, so in the same transaction (the port would then let
+``convert`` answer "skip this record").
 
 Two variants fill in the steps: :class:`~eos.runtime.at_least_once_task.AtLeastOnceTask`
 (``exactly.once.source.support`` = disabled or preparing) sends with an idempotent producer
 and flushes offsets periodically; :class:`~eos.runtime.exactly_once_task.ExactlyOnceTask`
 sends inside transactions and commits the offsets in the same transaction.
 
-Errors: a fenced producer (:class:`~eos.errors.FencedError`) means this instance is a
-zombie: it stops at once, commits nothing and writes no status. A
-:class:`~eos.errors.TransactionAbortable` ends the connector task's instance after the
-transaction is aborted (:meth:`SourceTaskRunner.recover`) and starts a new one from the
-committed offsets, with the same producer. Any other error fails the task (status FAILED
-with the message), after the open transaction is aborted where possible.
+Errors: a fenced producer (:class:`~eos.errors.FencedError`): this instance is a zombie
+and stops at once, commits nothing, writes no status. TRANSACTION_ABORTABLE: abort, then a
+new instance of the connector's task goes on from the committed offsets (:meth:`recover`).
+Anything else fails the task (FAILED with the message), the open transaction aborted.
 """
 
 from __future__ import annotations
@@ -157,9 +157,7 @@ class SourceTaskRunner(ABC):
                 why = "stop requested" if scope.cancelled_caught else "a newer generation exists"
                 self.log.info("start-up abandoned", reason=why)
                 return
-            # A task instance that had to give up its transaction is replaced by a new one
-            # (same producer), which resumes from the committed offsets.
-            while await self._run_instance():
+            while await self._run_instance():  # replaced after TRANSACTION_ABORTABLE
                 self.task = type(self.task)()
                 self._background_error = None
         finally:
@@ -345,7 +343,7 @@ class SourceTaskRunner(ABC):
         return ConversionError(f"{where(record)} could not be sent: {error!r}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
-        """The send step: check topics, record offsets, convert and queue (in order)."""
+        """The send step: check topics, convert and queue (in order), keep the offsets."""
         assert self._producer is not None
         self._check_sent()
         await self.prepare_to_send()
