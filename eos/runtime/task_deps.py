@@ -38,6 +38,18 @@ TopicDiscovered = Callable[[str], None]
 topics); must not block (it is called on the send path)."""
 
 
+@dataclass(frozen=True)
+class TaskSpec:
+    connector: str
+    task_id: int
+    generation: int
+    config: Mapping[str, str]
+
+    @property
+    def transactional_id_suffix(self) -> str:
+        return f"{self.connector}-{self.task_id}"
+
+
 class StartGate(Protocol):
     """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
     task"), done by the worker."""
@@ -84,18 +96,6 @@ class BoundaryPolicy(Protocol):
 
     def forget(self) -> None:
         """Drop what the connector asked for (its task instance is being replaced)."""
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    connector: str
-    task_id: int
-    generation: int
-    config: Mapping[str, str]
-
-    @property
-    def transactional_id_suffix(self) -> str:
-        return f"{self.connector}-{self.task_id}"
 
 
 @dataclass

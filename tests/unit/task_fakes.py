@@ -16,14 +16,7 @@ from eos.runtime.clock import ManualClock
 from eos.runtime.converters import JsonConverter
 from eos.runtime.exactly_once_task import boundary_policy
 from eos.runtime.observer import AbortReason, NullTaskObserver
-from eos.runtime.producers.base import (
-    Convert,
-    OffsetRecords,
-    Outgoing,
-    ProducerClient,
-    SegmentSent,
-    SendFailed,
-)
+from eos.runtime.producers import base as port
 from eos.runtime.resources import SharedResources
 from eos.runtime.source_task import TaskDeps
 from eos.state import State
@@ -66,7 +59,7 @@ class FakeProducer:
     ``reject`` names record values the broker rejects (their send fails at the flush of
     the commit, before EndTxn, as the real producers do). ``calls`` is the call log."""
 
-    client: ProducerClient = "aiokafka"
+    client: port.ProducerClient = "aiokafka"
 
     def __init__(self, broker: Broker, clock: ManualClock, fixed: Mapping[str, Any]) -> None:
         self.broker = broker
@@ -78,8 +71,8 @@ class FakeProducer:
         """Seconds the clock moves on while a call runs (a slow commit, say)."""
         self.reject: set[Any] = set()
         self._open: list[tuple[str, bytes | None]] = []
-        self._offsets: OffsetRecords = []
-        self._failed: SendFailed | None = None
+        self._offsets: port.OffsetRecords = []
+        self._failed: port.SendFailed | None = None
         self.in_transaction = False
 
     def _step(self, call: str) -> None:
@@ -98,16 +91,16 @@ class FakeProducer:
         self.in_transaction = True
 
     async def send(
-        self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
-    ) -> SegmentSent:
+        self, items: Sequence[port.Outgoing], convert: port.Convert, *, per_record: bool
+    ) -> port.SegmentSent:
         self._step(f"send {len(items)}")
-        sent = SegmentSent()
+        sent = port.SegmentSent()
         for item in items:
             assert isinstance(item, SourceRecord)
             _, value = convert(item)
             sent.nbytes += len(value or b"")
             if item.value in self.reject and self._failed is None:
-                self._failed = SendFailed(item, RuntimeError("MessageSizeTooLargeError"))
+                self._failed = port.SendFailed(item, RuntimeError("MessageSizeTooLargeError"))
             if per_record:
                 sent.records.append((item, _Sent(len(self.broker.records) + len(self._open))))
             self._open.append((item.topic, value))
@@ -128,7 +121,7 @@ class FakeProducer:
             self.broker.offsets += self._offsets
             self._open, self._offsets = [], []
 
-    async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
+    async def send_offsets(self, topic: str, records: port.OffsetRecords) -> None:
         assert topic == OFFSETS_TOPIC
         self._step("send_offsets")
         self._offsets += records
@@ -263,7 +256,7 @@ class Harness:
         return self.producers[-1]
 
     def make_producer(
-        self, client: ProducerClient, config: ClientConfig, *, per_record: bool, **fixed: Any
+        self, client: port.ProducerClient, config: ClientConfig, *, per_record: bool, **fixed: Any
     ) -> FakeProducer:
         producer = FakeProducer(self.broker, self.clock, fixed)
         self.script(producer)
