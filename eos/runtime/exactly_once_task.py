@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from eos.api import RecordBlock, SourceRecord, SourceTask, TransactionContext
 from eos.errors import (
@@ -58,6 +58,9 @@ from eos.runtime.producers import SendFailed
 from eos.runtime.producers.base import Outgoing
 from eos.runtime.source_task import InFlight, SourceTaskRunner, count_records
 from eos.runtime.task_deps import Action, BoundaryPolicy, TaskDeps, TaskSpec
+
+if TYPE_CHECKING:
+    from eos.config.connector import TransactionBoundaryName
 
 T = TypeVar("T")
 
@@ -279,9 +282,11 @@ class ExactlyOnceTask(SourceTaskRunner):
 # ------------------------------------------------------------------ boundary policies
 
 
-def boundary_policy(name: str, interval_ms: int, clock: Clock) -> BoundaryPolicy:
-    """The policy of ``transaction.boundary=name`` (validated: poll, interval, connector),
-    one per task (a connector policy holds that task's requests)."""
+def boundary_policy(
+    name: TransactionBoundaryName, interval_ms: int, clock: Clock
+) -> BoundaryPolicy:
+    """The policy of ``transaction.boundary=name``, one per task (a connector policy holds
+    that task's requests)."""
     if name == "connector":
         return ConnectorBoundary()
     if name == "interval":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from eos.api import RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
 from eos.kafka.clients import ClientConfig
@@ -266,7 +266,12 @@ class Harness:
     async def status(self, state: State, trace: str | None) -> None:
         self.statuses.append((state, trace))
 
-    def deps(self, boundary: str = "poll", interval_ms: int = 1000, **more: Any) -> TaskDeps:
+    def deps(
+        self,
+        boundary: Literal["poll", "interval", "connector"] = "poll",
+        interval_ms: int = 1000,
+        **more: Any,
+    ) -> TaskDeps:
         settings: dict[str, Any] = {
             "client_config": ClientConfig({}),
             "group_id": "g",
