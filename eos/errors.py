@@ -20,6 +20,7 @@ that *this instance* has been superseded (``zombie``)::
     │   │   └── SchemaRegistryError  the schema registry refused a schema (or a request)
     │   ├── TransformError           a transform or predicate failed on a record (names the step)
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
+    │   ├── TransactionAbortable     the broker asks for an abort (TRANSACTION_ABORTABLE, KIP-1050)
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
     ├── TopicError                   an internal topic exists with the wrong layout
@@ -150,6 +151,13 @@ class TransformError(TaskError):
 class TransactionTimedOut(TaskError):
     """The broker aborted the task's open transaction because it outlived
     ``transaction.timeout.ms``."""
+
+
+class TransactionAbortable(TaskError):
+    """The broker answered TRANSACTION_ABORTABLE (error 120, KIP-1050): the open transaction
+    cannot commit, but aborting it leaves the producer usable. An exactly-once task aborts,
+    then restarts its connector task from the committed offsets (as Kafka Connect restarts a
+    task); only a task that keeps getting it fails with this error."""
 
 
 class TransactionRequestError(TaskError):

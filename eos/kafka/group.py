@@ -117,6 +117,7 @@ class GroupClient:
         self._client: AIOKafkaClient = make_client(
             config, client_id=client_id, request_timeout_ms=int(request_timeout * 1000)
         )
+        self._bootstrap_servers = config.bootstrap_servers
         self._request_timeout = request_timeout
         self._short_timeout = short_timeout
         self._coordinator: int | None = None
@@ -127,7 +128,7 @@ class GroupClient:
             await self._client.bootstrap()
         except kerrors.KafkaError as exc:
             raise CoordinatorNotAvailable(
-                f"cannot reach the Kafka cluster at {self._client._bootstrap_servers}: {exc}"
+                f"cannot reach the Kafka cluster at {self._bootstrap_servers}: {exc}"
             ) from exc
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ import anyio
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from eos.errors import ReadToEndTimeout
+from eos.kafka import aiokafka_private as private
 from eos.kafka.clients import ClientConfig, make_consumer
 from eos.kafka.lifecycle import AsyncService
 
@@ -66,9 +67,7 @@ class TopicReader(AsyncService):
     async def _partitions_of(self, topic: str) -> set[int]:
         assert self._reader is not None
         for _ in range(20):
-            # aiokafka has no public "describe this topic" on a consumer; its client does.
-            cluster = await self._reader._client.fetch_all_metadata()
-            partitions = cluster.partitions_for_topic(topic)
+            partitions = await private.topic_partitions(self._reader, topic)
             if partitions:
                 return set(partitions)
             await anyio.sleep(0.1)

@@ -4,22 +4,44 @@ The loop is written once, as a template with named steps::
 
     start-up → task.start → RUNNING
     loop until stopped:
-        prepare_to_poll()                       (interval commits / periodic flushes)
-        poll()                                  (cancelled when a stop is requested)
-        convert each record, send the batch         (record_boundary splits it)
-        batch_dispatched()                      (batch boundary)
-    final_commit()                              (bounded by the graceful-shutdown deadline)
+        prepare_to_poll()              (interval commits / periodic flushes)
+        poll()                         (cancelled when a stop is requested)
+        dispatch: send(segment)        (record_boundary splits the batch): check topics,
+                                       convert + queue, keep the offsets of what was polled
+        batch_dispatched()             (batch boundary)
+    final_commit()                     (bounded by the graceful-shutdown deadline)
     task.stop → producer closed
 
-:class:`AtLeastOnceTask` (``exactly.once.source.support`` = disabled or
-preparing) sends with an idempotent producer and flushes offsets periodically.
-:class:`~eos.runtime.exactly_once_task.ExactlyOnceTask` overrides the steps to
-send inside transactions and commit offsets in the same transaction.
+A record's path from poll to commit (exactly-once, aiokafka producer) crosses 5 modules:
 
-Errors: a fenced producer (:class:`~eos.errors.FencedError`) means this
-instance is a zombie: it stops at once, commits nothing and writes no status.
-Any other error fails the task (status FAILED with the message), after the
-open transaction is aborted where possible.
+1. here: ``poll`` returns it; :meth:`SourceTaskRunner._send` checks its topic, hands the
+   segment to the producer port with :meth:`SourceTaskRunner._convert`, then keeps the
+   latest source offset per partition in :class:`InFlight`;
+2. :mod:`eos.runtime.exactly_once_task`: opens the transaction before the first send,
+   holds records (interval boundary), asks its boundary policy, and commits: the held
+   records, the offsets records into the same transaction, then the commit;
+3. :mod:`eos.runtime.producers.aiokafka`: converts each record (calling ``_convert``) and
+   appends it to a Kafka record batch per partition; commit = flush, then EndTxn;
+4. :mod:`eos.kafka.aiokafka_private`: sends the batches and ends the transaction from the
+   task's coroutine (aiokafka's handlers);
+5. :mod:`eos.kafka.transactions_v2`: the Produce v12 and EndTxn v5 wire formats.
+
+Steps to come slot into ``_send`` without a new loop: single message transforms go
+before the producer (a function of the segment; the offsets are taken from the polled
+records, so a record a transform drops still commits its offset, as Connect does); a
+dead-letter step catches in ``_convert`` and hands its dead letters to the producer in a
+second ``send`` of the same segment, so in the same transaction (the port would then let
+``convert`` answer "skip this record").
+
+Two variants fill in the steps: :class:`~eos.runtime.at_least_once_task.AtLeastOnceTask`
+(``exactly.once.source.support`` = disabled or preparing) sends with an idempotent producer
+and flushes offsets periodically; :class:`~eos.runtime.exactly_once_task.ExactlyOnceTask`
+sends inside transactions and commits the offsets in the same transaction.
+
+Errors: a fenced producer (:class:`~eos.errors.FencedError`): this instance is a zombie
+and stops at once, commits nothing, writes no status. TRANSACTION_ABORTABLE: abort, then a
+new instance of the connector's task goes on from the committed offsets (:meth:`recover`).
+Anything else fails the task (FAILED with the message), the open transaction aborted.
 """
 
 from __future__ import annotations
@@ -27,9 +49,9 @@ from __future__ import annotations
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -37,89 +59,32 @@ import anyio.lowlevel
 import structlog
 
 from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
-from eos.errors import ConversionError, EosError, FencedError, TaskError
-from eos.kafka.clients import ClientConfig
-from eos.runtime.boundaries import Action
-from eos.runtime.clock import Clock, SystemClock
-from eos.runtime.converters import Converter
-from eos.runtime.observer import AbortReason, NullTaskObserver, TaskObserver
-from eos.runtime.producers import (
-    ProducerClient,
-    SendFailed,
-    Sent,
-    TaskProducer,
-    make_task_producer,
-)
-from eos.runtime.resources import SharedResources
-from eos.runtime.sending import Outgoing, count_records, expand_blocks, where
+from eos.errors import ConversionError, EosError, FencedError, TaskError, TransactionAbortable
+from eos.runtime.observer import AbortReason
+from eos.runtime.producers import SendFailed, Sent, TaskProducer
+from eos.runtime.producers.base import Outgoing, where
+from eos.runtime.task_deps import Action
+from eos.runtime.task_deps import StartGate as StartGate
+from eos.runtime.task_deps import TaskDeps as TaskDeps
+from eos.runtime.task_deps import TaskSpec as TaskSpec
 from eos.state import State
-from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
-
-StatusSink = Callable[[State, str | None], Awaitable[None]]
-"""Writes this task's status: (state, trace)."""
-
-OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
-"""Receives the offset records of each commit (the offset mirror); must not block."""
-
-TopicDiscovered = Callable[[str], None]
-"""Receives each topic the task writes to, the first time it does (KIP-558 active
-topics); must not block (it is called on the send path)."""
+from eos.storage.offset_log import OffsetBatch
 
 
-class StartGate(Protocol):
-    """The start-up checks of an exactly-once task (docs/exactly-once.md, "Starting a
-    task"), done by the worker."""
-
-    async def before_producer(self, connector: str, generation: int) -> bool:
-        """Fencing round, config read, task-count check, offsets topic. False: abandon."""
-
-    async def after_producer(self, connector: str, generation: int) -> bool:
-        """Config read after the producer exists: False if a new generation appeared."""
-
-    async def offsets_topic(self) -> None:
-        """Create the connector's own offsets topic, if it has one and it is missing."""
+def count_records(items: Iterable[Outgoing]) -> int:
+    """Records in ``items``, each row of a block counted."""
+    return sum(len(item) if isinstance(item, RecordBlock) else 1 for item in items)
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    connector: str
-    task_id: int
-    generation: int
-    config: Mapping[str, str]
-
-    @property
-    def transactional_id_suffix(self) -> str:
-        return f"{self.connector}-{self.task_id}"
-
-
-@dataclass
-class TaskDeps:
-    """What the worker gives a task actor (frozen settings and its collaborators)."""
-
-    client_config: ClientConfig
-    group_id: str
-    offsets_topic: str
-    offset_reader: CombinedOffsetReader
-    key_converter: Converter
-    value_converter: Converter
-    status: StatusSink
-    resources: SharedResources
-    graceful_timeout: float
-    flush_interval_ms: int
-    transaction_timeout_ms: int
-    producer_client: ProducerClient = "aiokafka"
-    boundary: str = "poll"
-    boundary_interval_ms: int = 10_000
-    gate: StartGate | None = None
-    offsets_committed: OffsetsCommitted | None = None
-    topic_discovered: TopicDiscovered | None = None
-    observer: TaskObserver = field(default_factory=NullTaskObserver)
-    clock: Clock = field(default_factory=SystemClock)
-    startup_slots: anyio.CapacityLimiter | None = None
-    """Shared by the worker's tasks: how many go through :meth:`startup` at once."""
-    batch_size: int = 262144
-    """The producer's ``batch.size`` unless the user set one (sized by the worker from
-    its task count: docs/sizing.md)."""
+def expand_blocks(items: Sequence[Outgoing]) -> list[SourceRecord]:
+    """``items`` with every block replaced by its rows as records."""
+    records: list[SourceRecord] = []
+    for item in items:
+        if isinstance(item, RecordBlock):
+            records += item.records()
+        else:
+            records.append(item)
+    return records
 
 
 @dataclass
@@ -188,24 +153,29 @@ class SourceTaskRunner(ABC):
                     scope.cancel()
                 started = await self._startup_in_turn()
             self._wait_scope = None
-        except BaseException:
+            if scope.cancelled_caught or not started:
+                why = "stop requested" if scope.cancelled_caught else "a newer generation exists"
+                self.log.info("start-up abandoned", reason=why)
+                return
+            while await self._run_instance():  # replaced after TRANSACTION_ABORTABLE
+                self.task = type(self.task)()
+                self._background_error = None
+        finally:
             await self._shielded(self._close_producer(), "producer close")
-            raise
-        if scope.cancelled_caught or not started:
-            await self._shielded(self._close_producer(), "producer close")
-            why = "stop requested" if scope.cancelled_caught else "a newer task generation exists"
-            self.log.info("start-up abandoned", reason=why)
-            return
+
+    async def _run_instance(self) -> bool:
+        """Run one instance of the connector's task; True: replace it and go on."""
         try:
             # The task's background coroutines (context.start_soon) live in this group:
             # cancelled once task.stop() returned; their failures reach the loop.
             async with anyio.create_task_group() as background:
-                await self._run_task(_Background(self, background))
+                restart = await self._run_task(_Background(self, background))
                 background.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # only the body raises: unwrap it
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+        return restart
 
     async def _startup_in_turn(self) -> bool:
         slots = self.deps.startup_slots
@@ -225,7 +195,7 @@ class SourceTaskRunner(ABC):
         if self._background_error is not None:
             raise self._background_error
 
-    async def _run_task(self, background: _Background) -> None:
+    async def _run_task(self, background: _Background) -> bool:
         context = SourceTaskContext(
             connector=self.spec.connector,
             task_id=self.spec.task_id,
@@ -238,13 +208,18 @@ class SourceTaskRunner(ABC):
         try:
             await self.deps.offset_reader.refresh()
             await self.task.start(self.spec.config, context)
-            await self._set_state(State.RUNNING)
+            if self.state is not State.RUNNING:
+                await self._set_state(State.RUNNING)
             await self._loop()
             self._raise_background_error()
             await self._shielded(self.final_commit(), "final commit")
             await self._set_state(State.UNASSIGNED)
+            return False
         except FencedError:
             raise
+        except TransactionAbortable as exc:
+            await self.recover(exc)
+            return True
         except anyio.get_cancelled_exc_class():
             await self._shielded(self.abandon("shutdown"), "abort at hard stop")
             raise
@@ -253,7 +228,6 @@ class SourceTaskRunner(ABC):
             raise
         finally:
             await self._shielded(self.task.stop(), "task stop")
-            await self._shielded(self._close_producer(), "producer close")
 
     async def _loop(self) -> None:
         while not self._stop_requested:
@@ -323,6 +297,7 @@ class SourceTaskRunner(ABC):
         self._topics = {topic for topic in self._topics if keep(topic)}
 
     def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None]:
+        """The convert step (called by the producer as it queues each record)."""
         self._check_topic(record.topic)
         if record.encoded:
             key, value = record.key, record.value
@@ -359,13 +334,16 @@ class SourceTaskRunner(ABC):
             raise self.send_error(failed.item, failed.cause) from failed.cause
 
     def send_error(self, record: Outgoing, error: BaseException) -> EosError:
-        """The error a failed send becomes: fenced (a zombie, or a timed-out transaction)
-        or a failure naming the record."""
+        """The error a failed send becomes: fenced (a zombie, or a timed-out transaction),
+        abortable (the broker asks for an abort), or a failure naming the record."""
         if isinstance(error, FencedError):
             return self.fenced_error(error)
+        if isinstance(error, TransactionAbortable):
+            return error
         return ConversionError(f"{where(record)} could not be sent: {error!r}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
+        """The send step: check topics, convert and queue (in order), keep the offsets."""
         assert self._producer is not None
         self._check_sent()
         await self.prepare_to_send()
@@ -430,6 +408,11 @@ class SourceTaskRunner(ABC):
     async def abandon(self, reason: AbortReason) -> None:
         """Give up what is in flight (abort the open transaction if there is one)."""
 
+    async def recover(self, exc: TransactionAbortable) -> None:
+        """Abort after TRANSACTION_ABORTABLE so that a new task instance can go on from the
+        committed offsets; raise if that cannot be done (the task then fails)."""
+        raise exc
+
     def fenced_error(self, exc: BaseException) -> EosError:
         return FencedError(f"producer fenced: {exc}")
 
@@ -442,7 +425,7 @@ class SourceTaskRunner(ABC):
         # large batches cost less CPU per record here and on the broker.
         defaults = {"linger.ms": "5", "batch.size": str(self.deps.batch_size)}
         config = config.with_overrides(producer={**defaults, **config.producer})
-        producer = make_task_producer(
+        producer = self.deps.make_producer(
             self.deps.producer_client, config, per_record=self._per_record, **fixed
         )
         self._producer = producer
@@ -513,53 +496,3 @@ class _Background:
         except Exception as exc:
             self._runner.log.error("background work of the task failed", error=repr(exc))
             self._runner.background_failed(exc)
-
-
-class AtLeastOnceTask(SourceTaskRunner):
-    """Idempotent producer; offsets flushed every ``offset.flush.interval.ms``
-    after every record they cover was acknowledged. A crash between a send and
-    the next flush replays records (duplicates, never gaps)."""
-
-    _last_flush: float = 0.0
-
-    async def startup(self) -> bool:
-        if self.deps.gate is not None:
-            await self.deps.gate.offsets_topic()
-        await self._start_producer(enable_idempotence=True, transactional_id=None)
-        self._last_flush = self.deps.clock.monotonic()
-        return True
-
-    async def prepare_to_poll(self) -> None:
-        interval = self.deps.flush_interval_ms / 1000
-        if self.deps.clock.monotonic() - self._last_flush >= interval:
-            await self._flush()
-
-    async def batch_dispatched(self) -> None:
-        pass
-
-    async def final_commit(self) -> None:
-        await self._flush()
-
-    async def abandon(self, reason: AbortReason) -> None:
-        self._inflight = self.new_inflight()
-
-    async def _flush(self) -> None:
-        self._last_flush = self.deps.clock.monotonic()
-        batch, self._inflight = self._inflight, self.new_inflight()
-        if not batch.count:
-            return
-        assert self._producer is not None
-        started = time.perf_counter()
-        try:
-            await self.wait_sent()
-            await self._producer.send_offsets(self.deps.offsets_topic, batch.offsets.records())
-            await self.wait_sent()
-        except Exception:
-            self.deps.observer.offset_commit_failed()
-            raise
-        assert batch.opened_at is not None
-        open_for = self.deps.clock.monotonic() - batch.opened_at
-        self.deps.observer.transaction_committed(
-            len(batch), time.perf_counter() - started, open_for
-        )
-        await self.notify_committed(batch)

@@ -25,17 +25,18 @@ from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError
 from eos.kafka.clients import ClientConfig
+from eos.runtime.at_least_once_task import AtLeastOnceTask
 from eos.runtime.clock import Clock
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.converters import make_converter
 from eos.runtime.coordinator.leader_requests import LeaderRequests
 from eos.runtime.coordinator.state import ClusterState
-from eos.runtime.exactly_once_task import ExactlyOnceTask
+from eos.runtime.exactly_once_task import ExactlyOnceTask, boundary_policy
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
-from eos.runtime.source_task import AtLeastOnceTask, SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
 from eos.runtime.start_gate import StartChecks
 from eos.runtime.topic_tracker import TopicTracker
 from eos.state import State
@@ -222,8 +223,9 @@ class Supervisor:
             flush_interval_ms=s.offset_flush_interval_ms,
             transaction_timeout_ms=config.producer_transaction_timeout_ms(s),
             producer_client=config.task_producer_client(s),
-            boundary=config.transaction_boundary,
-            boundary_interval_ms=config.boundary_interval_ms(s),
+            boundary=boundary_policy(
+                config.transaction_boundary, config.boundary_interval_ms(s), self.clock
+            ),
             gate=self.start_checks.gate(offsets_client, own_topic),
             offsets_committed=self.mirror.submit if own_topic else None,
             topic_discovered=partial(self.topics.discovered, spec) if s.topic_tracking else None,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
 
-from eos.kafka import ClientConfig, make_producer, read_to_end
+from eos.kafka import ClientConfig, make_consumer, make_producer, read_to_end
 from eos.runtime.partitioner import murmur2
 from eos.storage.offset_log import decode_offset_record
 
@@ -51,3 +52,27 @@ async def committed_offsets(config: ClientConfig, offsets_topic: str, name: str)
 def key_partition(key: bytes, partitions: int) -> int:
     """Kafka's default partitioner (the Java client's): where a keyed record lands."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+async def read_uncommitted(config: ClientConfig, topic: str) -> list[Any]:
+    """Every value in the log of ``topic`` (one partition), aborted ones included."""
+    consumer = make_consumer(
+        config,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_uncommitted",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        values: list[Any] = []
+        with anyio.fail_after(10):
+            while await consumer.position(tp) < end:
+                for record in (await consumer.getmany(tp, timeout_ms=100)).get(tp, []):
+                    values.append(json.loads(record.value))
+        return values
+    finally:
+        await consumer.stop()

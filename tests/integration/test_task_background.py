@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 import pytest
-from aiokafka import TopicPartition
 
-from eos.kafka import ClientConfig, make_consumer, read_to_end
+from eos.kafka import ClientConfig, read_to_end
 from tests.integration.connectors import BACKGROUND_EVENTS, BACKGROUND_SOURCES, ENCODED_RECORDS
-from tests.integration.helpers import committed_offsets, committed_values, wait_committed
+from tests.integration.helpers import (
+    committed_offsets,
+    committed_values,
+    read_uncommitted,
+    wait_committed,
+)
 from tests.integration.worker_harness import connector_config, running_worker, worker_props
 
 pytestmark = pytest.mark.integration
@@ -26,30 +29,6 @@ def background(name: str, topic: str, **settings: object) -> dict[str, str]:
 
 def encoded(name: str, topic: str, **settings: object) -> dict[str, str]:
     return connector_config("EncodedSource", name, topic, **settings)
-
-
-async def read_uncommitted(config: ClientConfig, topic: str) -> list[Any]:
-    """Every value in the log of ``topic`` (one partition), aborted ones included."""
-    consumer = make_consumer(
-        config,
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_uncommitted",
-        auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        end = (await consumer.end_offsets([tp]))[tp]
-        values: list[Any] = []
-        with anyio.fail_after(10):
-            while await consumer.position(tp) < end:
-                for record in (await consumer.getmany(tp, timeout_ms=100)).get(tp, []):
-                    values.append(json.loads(record.value))
-        return values
-    finally:
-        await consumer.stop()
 
 
 async def test_background_records_exactly_once_and_cancelled_after_stop(

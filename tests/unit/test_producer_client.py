@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 
 from eos.config import WorkerConfig
 from eos.config.connector import ConnectorConfig, settings_problems
-from eos.errors import ConfigError
+from eos.errors import ConfigError, FencedError, TaskError, TransactionAbortable
 from eos.kafka.clients import ClientConfig
 from eos.runtime.producers import make_task_producer
 from eos.runtime.producers.settings import librdkafka_settings
@@ -98,3 +98,18 @@ async def test_aiokafka_names_a_setting_only_librdkafka_knows() -> None:
         producer = make_task_producer("aiokafka", config, per_record=False)
     await producer.close()
     assert [(e["setting"], e["library"]) for e in logs] == [("batch.num.messages", "aiokafka")]
+
+
+def test_librdkafka_errors_as_eos_errors() -> None:
+    """Fenced stops the task as a zombie, TRANSACTION_ABORTABLE aborts and goes on, the
+    rest fails the task."""
+    from confluent_kafka import KafkaError
+
+    from eos.runtime.producers.librdkafka import as_eos_error
+
+    assert isinstance(as_eos_error(KafkaError(KafkaError.PRODUCER_FENCED), "commit"), FencedError)
+    abortable = as_eos_error(KafkaError(KafkaError.TRANSACTION_ABORTABLE), "commit")
+    assert isinstance(abortable, TransactionAbortable)
+    assert "TRANSACTION_ABORTABLE" in str(abortable)
+    other = as_eos_error(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), "sending")
+    assert type(other) is TaskError

@@ -10,7 +10,7 @@ from aiokafka.protocol.api import RequestHeader_v2
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, UnsignedVarInt32
 
 from eos.kafka import transactions_v2 as v2
-from eos.runtime.producers.aiokafka_inline import _ProduceV2Handler
+from eos.kafka.aiokafka_private import _ProduceV2Handler
 
 RECORDS = bytes(range(256)) * 3  # longer than 127 bytes: a two-byte length
 

@@ -3,15 +3,16 @@ implementations, chosen with ``producer.client`` (worker, overridable per connec
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eos.config.worker import check_producer_client
-from eos.kafka.clients import ClientConfig
 from eos.runtime.producers.base import (
     PRODUCER_CLIENTS as PRODUCER_CLIENTS,
 )
 from eos.runtime.producers.base import (
     ProducerClient as ProducerClient,
+)
+from eos.runtime.producers.base import (
+    ProducerFactory as ProducerFactory,
 )
 from eos.runtime.producers.base import (
     SegmentSent as SegmentSent,
@@ -26,13 +27,19 @@ from eos.runtime.producers.base import (
     TaskProducer as TaskProducer,
 )
 
+if TYPE_CHECKING:
+    from eos.kafka.clients import ClientConfig
+
 
 def make_task_producer(
     client: ProducerClient, config: ClientConfig, *, per_record: bool, **fixed: Any
 ) -> TaskProducer:
     """A task producer of ``client``; ``fixed`` are aiokafka keywords
-    (``transactional_id``, ``transaction_timeout_ms``, ``enable_idempotence``)."""
+    (``transactional_id``, ``transaction_timeout_ms``, ``enable_idempotence``). The
+    implementation is imported here, on first use: the task loop imports no client."""
     if client == "librdkafka":
+        from eos.config.worker import check_producer_client
+
         check_producer_client(client)
         from eos.runtime.producers import librdkafka
 

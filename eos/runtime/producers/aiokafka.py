@@ -1,6 +1,16 @@
-"""The aiokafka task producer (the default ``producer.client``).
+"""The aiokafka task producer (the default ``producer.client``), and its batching.
 
-Records go out in whole Kafka record batches built in Python (:mod:`eos.runtime.sending`).
+A source task hands the producer a whole segment at once (:meth:`AiokafkaTaskProducer.send`):
+in one pass each record is converted, given its partition and appended to the open record
+batch of its topic-partition (``AIOKafkaProducer.create_batch``); a full batch is queued
+with ``send_batch``, which adds the partition to the open transaction like a single send
+does. This costs a fraction of one ``send()`` per record. Order within a partition is the
+order of the records. A :class:`~eos.api.RecordBlock` skips the per-record work: its keys
+are hashed as one column (:meth:`KeyPartitioner.partitions`) and its rows are appended
+straight from its columns, with no object per row. Partitions follow Kafka's default
+partitioner (:mod:`eos.runtime.partitioner`); records without a key stick to one
+partition per segment and topic, as the Java client's sticky partitioner does.
+
 Each queued batch has a future; :meth:`AiokafkaTaskProducer.check` looks at those already
 done, because aiokafka keeps queuing batches after a fatal error (a transaction the broker
 aborted, say) and only their futures tell.
@@ -8,39 +18,46 @@ aborted, say) and only their futures tell.
 aiokafka speaks transactional RPCs at version 0 only and cannot bump its own epoch after
 an error: a transaction the broker timed out surfaces as fenced (the task tells the two
 apart by the transaction's age). On a cluster with transaction version 2 the transactions
-this module ends use Produce v12 and EndTxn v5 (:mod:`eos.kafka.transactions_v2`), and
-the epoch moves on with every transaction.
+this module ends use Produce v12 and EndTxn v5, and the epoch moves on with every
+transaction.
 
 A transactional producer starts without aiokafka's background sender: while a
 transaction's batches fit the accumulator, the commit sends them and ends the transaction
-from the task's coroutine (:mod:`.aiokafka_inline`), which costs a fraction of the
-sender's wake-ups and tasks. The first transaction that outgrows that hands the producer
-to the sender for good. Either way a batch the broker rejected fails the commit before
-EndTxn (aiokafka alone would commit the rest of the transaction, offsets included).
+from the task's coroutine, which costs a fraction of the sender's wake-ups and tasks. The
+first transaction that outgrows that hands the producer to the sender for good. Either way
+a batch the broker rejected fails the commit before EndTxn (aiokafka alone would commit the
+rest of the transaction, offsets included). All of that reaches into aiokafka's private
+parts, so it lives in :mod:`eos.kafka.aiokafka_private`; this module uses aiokafka's public
+API only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+import itertools
+import random
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as kerrors
 
-from eos.api import SourceRecord
-from eos.errors import FencedError, TaskError
+from eos.api import RecordBlock, RecordMetadata, SourceRecord
+from eos.errors import ConversionError, FencedError, TaskError
+from eos.kafka import aiokafka_private as private
 from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.runtime.partitioner import KeyPartitioner
-from eos.runtime.producers import aiokafka_inline as inline
 from eos.runtime.producers.base import (
     Convert,
+    Headers,
     OffsetRecords,
     Outgoing,
     ProducerClient,
     SegmentSent,
     SendFailed,
+    bad_row,
+    header_rows,
+    where,
 )
-from eos.runtime.sending import send_records
 
 T = TypeVar("T")
 
@@ -71,7 +88,7 @@ class AiokafkaTaskProducer:
 
     async def start(self) -> None:
         if self._transactional:
-            self._version2 = await self._call(inline.start(self._producer))
+            self._version2 = await self._call(private.start(self._producer))
         else:
             await self._call(self._producer.start())
 
@@ -82,41 +99,49 @@ class AiokafkaTaskProducer:
 
     def _inline(self) -> bool:
         """Whether this transaction still ends from the task (no background sender)."""
-        return self._transactional and not inline.sender_running(self._producer)
+        return self._transactional and not private.sender_running(self._producer)
 
     async def _to_sender(self) -> None:
         """The transaction outgrows the accumulator: aiokafka's sender takes over."""
-        await self._call(inline.start_sender(self._producer))
+        await self._call(private.start_sender(self._producer))
 
     async def begin(self) -> None:
-        txn = self._producer._txn_manager
-        if txn is None or txn.transactional_id is None or not txn.has_pid():
-            # Not transactional (aiokafka says so), or the producer id is on its way.
-            await self._call(self._producer.begin_transaction())
-            return
-        # What begin_transaction does once the producer id is known, without the task
-        # it spawns to wait for the id: a task per transaction, for nothing.
         try:
-            txn.begin_transaction()
+            if private.begin(self._producer):
+                return
         except FENCED_ERRORS as exc:
             raise _fenced(exc) from exc
+        # Not transactional (aiokafka says so), or the producer id is on its way.
+        await self._call(self._producer.begin_transaction())
 
     async def send(
         self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
     ) -> SegmentSent:
+        """Convert and queue every record and block of ``items`` (see the module
+        docstring); raise :class:`SendFailed` if one cannot be queued (and whatever
+        ``convert`` raises). With ``per_record``, blocks must have been expanded."""
         before_full = None
         if self._inline():
-            if inline.queued(self._producer):  # a second batch for a partition would wait
+            if private.queued(self._producer):  # a second batch for a partition would wait
                 await self._to_sender()
             else:
                 before_full = self._to_sender
+        segment = _Segment(self._producer, self._partitioner, per_record, before_full)
+        nbytes = 0
         try:
-            sent = await send_records(
-                self._producer, self._partitioner, items, convert, per_record=per_record,
-                before_full=before_full,
-            )  # fmt: skip
+            for item in items:
+                if type(item) is SourceRecord:
+                    key, value = convert(item)
+                    nbytes += (len(key) if key else 0) + (len(value) if value else 0)
+                    await segment.record(item, key, value)
+                else:
+                    assert isinstance(item, RecordBlock)
+                    assert not per_record, "expand blocks for per-record bookkeeping"
+                    await segment.block(item)
+            sent = await segment.finish()
         except SendFailed as failed:
             raise self._failed(failed.item, failed.cause) from failed.cause
+        sent.nbytes += nbytes
         self._pending += sent.batches
         return sent
 
@@ -136,7 +161,7 @@ class AiokafkaTaskProducer:
 
     async def flush(self) -> None:
         if self._inline():  # nothing sends the transaction's batches but the task
-            await self._call(inline.flush_transaction(self._producer, version2=self._version2))
+            await self._call(private.flush_transaction(self._producer, version2=self._version2))
         pending, self._pending, self._checked = self._pending, [], 0
         for item, future in pending:
             try:
@@ -146,7 +171,7 @@ class AiokafkaTaskProducer:
 
     async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
         size = sum(len(key) + len(value or b"") + 64 for key, value in records)
-        if self._inline() and size > self._producer._message_accumulator._batch_size // 2:
+        if self._inline() and size > private.batch_size(self._producer) // 2:
             await self._to_sender()
         for key, value in records:
             future = await self._call(self._producer.send(topic, key=key, value=value))
@@ -157,7 +182,7 @@ class AiokafkaTaskProducer:
             await self.flush()  # a rejected batch fails the commit before EndTxn
             if self._inline():
                 await self._call(
-                    inline.end_transaction(self._producer, commit=True, version2=self._version2)
+                    private.end_transaction(self._producer, commit=True, version2=self._version2)
                 )
             else:
                 await self._call(self._producer.commit_transaction())
@@ -170,7 +195,7 @@ class AiokafkaTaskProducer:
         self._pending, self._checked = [], 0
         if self._inline():
             await self._call(
-                inline.end_transaction(self._producer, commit=False, version2=self._version2)
+                private.end_transaction(self._producer, commit=False, version2=self._version2)
             )
         else:
             await self._call(self._producer.abort_transaction())
@@ -182,3 +207,221 @@ class AiokafkaTaskProducer:
 def offsets_item(topic: str) -> Outgoing:
     """What a failed offsets record is reported as (it has no source record)."""
     return SourceRecord({"offsets topic": topic}, None, topic, None)
+
+
+# ------------------------------------------------------------------------ batching
+
+
+class _Position(NamedTuple):
+    """Where a record went: the future of its batch, and its position in the batch."""
+
+    future: Any
+    position: int
+
+    def metadata(self) -> RecordMetadata | None:
+        """Kafka's metadata once the batch is acknowledged (None before, or on failure)."""
+        f = self.future
+        if not f.done() or f.cancelled() or f.exception() is not None:
+            return None
+        md = f.result()
+        return RecordMetadata(md.topic, md.partition, md.offset + self.position, md.timestamp)
+
+
+class _SegmentSent(SegmentSent):
+    """Also the queued batches: (the record or block of the first record, batch future)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[tuple[Outgoing, Any]] = []
+
+
+BeforeFull = Callable[[], Awaitable[None]]
+"""Called once, before a segment queues a full batch or a record too large for a batch:
+another batch for that partition would then wait until the first is sent."""
+
+
+class _OpenBatch:
+    __slots__ = ("builder", "count", "first", "members")
+
+    def __init__(self, producer: AIOKafkaProducer, per_record: bool) -> None:
+        self.builder = producer.create_batch()
+        self.first: Outgoing | None = None
+        self.count = 0
+        self.members: list[SourceRecord] | None = [] if per_record else None
+
+    def add(
+        self,
+        item: Outgoing,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+    ) -> bool:
+        """Append one record (``item``: the record, or its block); False if full."""
+        if self.builder.append(timestamp=timestamp, key=key, value=value, headers=headers) is None:
+            return False
+        if not self.count:
+            self.first = item
+        self.count += 1
+        if self.members is not None:
+            assert isinstance(item, SourceRecord)
+            self.members.append(item)
+        return True
+
+
+class _Segment:
+    """The open batches of one :meth:`AiokafkaTaskProducer.send`, by topic and partition."""
+
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        partitioner: KeyPartitioner,
+        per_record: bool,
+        before_full: BeforeFull | None = None,
+    ) -> None:
+        self.producer = producer
+        self.before_full = before_full
+        self.partitioner = partitioner
+        self.per_record = per_record
+        self.sent = _SegmentSent()
+        self.batches: dict[tuple[str, int], _OpenBatch] = {}
+        self._partitions: dict[str, list[int]] = {}
+        self._sticky: dict[str, int] = {}
+
+    async def partitions(self, topic: str) -> list[int]:
+        known = self._partitions.get(topic)
+        if known is None:
+            known = self._partitions[topic] = sorted(await self.producer.partitions_for(topic))
+        return known
+
+    def sticky(self, topic: str, known: Sequence[int]) -> int:
+        """The partition of this segment's records without a key for ``topic``."""
+        chosen = self._sticky.get(topic)
+        if chosen is None:
+            chosen = self._sticky[topic] = random.choice(known)
+        return chosen
+
+    async def record(self, record: SourceRecord, key: bytes | None, value: bytes | None) -> None:
+        topic, partition = record.topic, record.partition
+        if partition is None:
+            known = await self.partitions(topic)
+            if key is not None:
+                partition = self.partitioner.partition(key, known)
+            else:
+                partition = self.sticky(topic, known)
+        headers = list(record.headers) if record.headers else []
+        try:
+            batch = self.batches.get((topic, partition))
+            if batch is None or not batch.add(record, record.timestamp, key, value, headers):
+                await self.add(record, topic, partition, record.timestamp, key, value, headers)
+        except TypeError as exc:
+            raise ConversionError(
+                f"{where(record)} cannot be written: its timestamp must be int or None and "
+                f"its header values bytes ({exc})"
+            ) from exc
+
+    async def block(self, block: RecordBlock) -> None:
+        """Append every row of ``block`` (the hot loop: no object per row)."""
+        try:
+            await self._append_block(block)
+        except TypeError as exc:
+            raise ConversionError(
+                f"row {bad_row(block)} of {where(block)} cannot be written: keys, values "
+                f"and header values must be bytes or None, timestamps int or None ({exc})"
+            ) from exc
+        self.sent.nbytes += sum(map(len, filter(None, block.values)))
+        if block.keys is not None:
+            self.sent.nbytes += sum(map(len, filter(None, block.keys)))
+
+    async def _append_block(self, block: RecordBlock) -> None:
+        n = len(block.values)
+        if not n:
+            return
+        keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
+        stamps = block.timestamps if block.timestamps is not None else itertools.repeat(None)
+        topics: Iterable[str]
+        if block.topics is None:
+            topics = itertools.repeat(block.topic)
+            known = await self.partitions(block.topic)
+            partitions = self.partitioner.partitions(keys, known)
+            if -1 in partitions:
+                sticky = self.sticky(block.topic, known)
+                partitions = [sticky if p < 0 else p for p in partitions]
+        else:
+            topics = block.topics
+            partitions = [
+                await self._row_partition(t, k) for t, k in zip(topics, keys, strict=True)
+            ]
+        batches = self.batches
+        for topic, partition, key, value, stamp, headers in zip(
+            topics, partitions, keys, block.values, stamps, header_rows(block), strict=False
+        ):
+            batch = batches.get((topic, partition))
+            if batch is None or (
+                batch.builder.append(timestamp=stamp, key=key, value=value, headers=headers) is None
+            ):
+                await self.add(block, topic, partition, stamp, key, value, headers)
+            else:
+                if not batch.count:
+                    batch.first = block
+                batch.count += 1
+
+    async def _row_partition(self, topic: str, key: bytes | None) -> int:
+        known = await self.partitions(topic)
+        if key is None:
+            return self.sticky(topic, known)
+        return self.partitioner.partition(key, known)
+
+    async def add(
+        self,
+        item: Outgoing,
+        topic: str,
+        partition: int,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+    ) -> None:
+        """Append where the open batch is missing or full: queue the full one, open a
+        new one; a record too large for any batch goes on its own."""
+        batch = self.batches.get((topic, partition))
+        if batch is None or batch.count:
+            if batch is not None:
+                await self._before_full()
+                await self.queue(topic, partition, batch)
+            batch = self.batches[topic, partition] = _OpenBatch(self.producer, self.per_record)
+            if batch.add(item, timestamp, key, value, headers):
+                return
+        await self._before_full()
+        try:
+            future = await self.producer.send(
+                topic, value, key=key, partition=partition, timestamp_ms=timestamp,
+                headers=headers or None,
+            )  # fmt: skip
+        except Exception as exc:
+            raise SendFailed(item, exc) from exc
+        self.sent.batches.append((item, future))
+        if self.per_record:
+            assert isinstance(item, SourceRecord)
+            self.sent.records.append((item, _Position(future, 0)))
+
+    async def _before_full(self) -> None:
+        if self.before_full is not None:
+            await self.before_full()
+            self.before_full = None
+
+    async def queue(self, topic: str, partition: int, batch: _OpenBatch) -> None:
+        assert batch.first is not None
+        try:
+            future = await self.producer.send_batch(batch.builder, topic, partition=partition)
+        except Exception as exc:
+            raise SendFailed(batch.first, exc) from exc
+        self.sent.batches.append((batch.first, future))
+        if batch.members is not None:
+            self.sent.records += [(r, _Position(future, i)) for i, r in enumerate(batch.members)]
+
+    async def finish(self) -> _SegmentSent:
+        for (topic, partition), batch in self.batches.items():
+            if batch.count:
+                await self.queue(topic, partition, batch)
+        return self.sent

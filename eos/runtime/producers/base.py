@@ -19,20 +19,29 @@ Errors, the same for every implementation:
   the two apart by the transaction's age); never retried;
 - :class:`SendFailed`: a record or block could not be written; ``cause`` is a
   :class:`~eos.errors.FencedError` when fencing (or a timed-out transaction) is why;
+- :class:`~eos.errors.TransactionAbortable` (itself, or as a :class:`SendFailed` cause):
+  the broker answered TRANSACTION_ABORTABLE; :meth:`TaskProducer.abort` leaves the producer
+  usable for the next transaction;
 - :class:`~eos.errors.TaskError`: anything else that ends the task (a failed commit,
   an unreachable broker at start-up, a fatal producer error).
 
 Implementations: :mod:`.aiokafka` (the default) and :mod:`.librdkafka` (``confluent-kafka``,
-the ``eos[librdkafka]`` extra), chosen with ``producer.client``.
+the ``eos[librdkafka]`` extra), chosen with ``producer.client``. This module also holds what
+every implementation needs of records: :func:`where` (how errors name a record),
+:func:`header_rows` and :func:`bad_row` (a block's headers per row, its first bad row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
+
+if TYPE_CHECKING:
+    from eos.kafka.clients import ClientConfig
 
 ProducerClient = Literal["aiokafka", "librdkafka"]
 PRODUCER_CLIENTS: tuple[ProducerClient, ...] = ("aiokafka", "librdkafka")
@@ -45,6 +54,8 @@ Convert = Callable[[SourceRecord], tuple[bytes | None, bytes | None]]
 
 OffsetRecords = list[tuple[bytes, bytes | None]]
 """Offsets-topic records (key, value)."""
+
+Headers = list[tuple[str, bytes | None]]
 
 
 class Sent(Protocol):
@@ -107,3 +118,59 @@ class TaskProducer(Protocol):
 
     async def close(self) -> None:
         """Release the client (after a failure too; never raises)."""
+
+
+class ProducerFactory(Protocol):
+    """Makes a task's producer (:func:`eos.runtime.producers.make_task_producer`; a test
+    passes a fake)."""
+
+    def __call__(
+        self, client: ProducerClient, config: ClientConfig, *, per_record: bool, **fixed: Any
+    ) -> TaskProducer: ...
+
+
+# ------------------------------------------------------------ helpers every producer uses
+
+
+def where(item: Outgoing) -> str:
+    """A record or block, as error messages name it."""
+    what = "the record" if isinstance(item, SourceRecord) else "the record block"
+    return (
+        f"{what} for topic {item.topic!r} from source partition "
+        f"{dict(item.source_partition)} at offset {dict(item.source_offset or {})}"
+    )
+
+
+def header_rows(block: RecordBlock) -> Iterable[Headers]:
+    """Each row's headers: the block's, then its header columns' (None: left out)."""
+    common: Headers = list(block.headers)
+    columns = list(block.header_columns.items())
+    if not columns:
+        return itertools.repeat(common)
+    if len(columns) == 1:
+        name, column = columns[0]
+        return ([*common, (name, v)] if v is not None else common for v in column)
+    names = [name for name, _ in columns]
+    return (
+        [*common, *((h, v) for h, v in zip(names, values, strict=True) if v is not None)]
+        for values in zip(*(column for _, column in columns), strict=True)
+    )
+
+
+def bad_row(block: RecordBlock) -> int | str:
+    """The first row of ``block`` with a key, value, timestamp or header value of the
+    wrong type ("?" if none is found)."""
+    fine = (bytes, bytearray, memoryview, type(None))
+    values: Sequence[object] = block.values  # as given, whatever the annotations say
+    keys: Sequence[object] = block.keys if block.keys is not None else []
+    stamps: Sequence[object] = block.timestamps if block.timestamps is not None else []
+    for row, value in enumerate(values):
+        if not isinstance(value, fine):
+            return row
+        if row < len(keys) and not isinstance(keys[row], fine):
+            return row
+        if row < len(stamps) and not isinstance(stamps[row], int | None):
+            return row
+        if any(not isinstance(c[row], fine) for c in block.header_columns.values()):
+            return row
+    return "?"

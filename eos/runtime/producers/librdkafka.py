@@ -37,7 +37,7 @@ import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
-from eos.errors import ConversionError, EosError, FencedError, TaskError
+from eos.errors import ConversionError, EosError, FencedError, TaskError, TransactionAbortable
 from eos.kafka.clients import ClientConfig
 from eos.runtime.producers.base import (
     Convert,
@@ -46,9 +46,11 @@ from eos.runtime.producers.base import (
     ProducerClient,
     SegmentSent,
     SendFailed,
+    bad_row,
+    header_rows,
+    where,
 )
 from eos.runtime.producers.settings import librdkafka_settings
-from eos.runtime.sending import bad_row, header_rows, where
 
 log = structlog.get_logger(__name__)
 
@@ -121,9 +123,12 @@ def _check_columns(block: RecordBlock) -> None:
 
 
 def as_eos_error(err: KafkaError, what: str) -> EosError:
-    """``err`` as eos's errors: fenced (a zombie, or a timed-out transaction), else fatal."""
+    """``err`` as eos's errors: fenced (a zombie, or a timed-out transaction), abortable
+    (TRANSACTION_ABORTABLE: abort, then go on), else fatal."""
     if err.code() in _FENCED:
         return FencedError(f"producer fenced: {err.str()} ({what})")
+    if err.code() == KafkaError.TRANSACTION_ABORTABLE:
+        return TransactionAbortable(f"{what}: the broker answered {err.name()}: {err.str()}")
     return TaskError(f"{what} failed: {err.name()}: {err.str()}")
 
 

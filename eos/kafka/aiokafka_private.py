@@ -1,33 +1,42 @@
-"""Ending a transaction from the task's own coroutine, without aiokafka's sender task.
+"""Every use of aiokafka's private surface, in one place: how a task producer ends its
+transactions from its own coroutine, and transaction version 2 on aiokafka's sender (and
+one metadata call a topic reader needs, :func:`topic_partitions`).
 
 aiokafka sends everything from one background task per producer (its ``Sender``): it
 wakes on every queued batch, every transactional state change and every response, and
 spawns a task per request. A task that commits a handful of records per transaction pays
-that machinery several times per transaction, more than the requests themselves. While a
-transaction's batches fit the accumulator (one per partition), the task can end the
-transaction itself, with aiokafka's own request handlers (their retries and error
-mapping unchanged), in the order the sender uses::
+that machinery several times per transaction, more than the requests themselves
+(docs/sizing.md). While a transaction's batches fit the accumulator (one per partition),
+the task ends the transaction itself, with aiokafka's own request handlers (their retries
+and error mapping unchanged), in the order the sender uses::
 
     AddPartitionsToTxn (every partition of the transaction, one request)
     Produce            (every queued batch, one request per leader)
     EndTxn             (commit or abort)
 
-With transaction version 2 (KIP-890; :mod:`eos.kafka.transactions_v2`), when the cluster
-has it, the first step goes: Produce version 12 adds its partitions to the transaction,
-and EndTxn version 5 hands back the producer epoch of the next transaction (the batches
-of the next transaction carry it, their sequence numbers from 0). The background
-sender, once it has taken over, speaks version 2 as well (:func:`start` swaps in the
-three steps that differ).
+With transaction version 2 (KIP-890; the codecs are :mod:`eos.kafka.transactions_v2`),
+when the cluster has it, the first step goes: Produce version 12 adds its partitions to
+the transaction, and EndTxn version 5 hands back the producer epoch of the next
+transaction (its batches carry it, their sequence numbers from 0). The background sender,
+once it has taken over, speaks version 2 as well (:func:`start` swaps in the three
+Sender methods that differ).
 
 A failed batch stops a commit before its EndTxn (:func:`flush_transaction` returns, and
 the caller checks the batch futures first): the broker never commits a transaction that
-lost records. Once a transaction outgrows that (a second batch for a partition would
-wait for the first to leave), the caller starts the background sender for good
+lost records. Once a transaction outgrows the accumulator (a second batch for a partition
+would wait for the first to leave), the caller starts the background sender for good
 (:func:`start_sender`).
 
-This relies on aiokafka's private parts (the producer's ``_sender``, ``_txn_manager`` and
-``_message_accumulator``, the sender's handler classes): aiokafka is pinned to one
-release in ``pyproject.toml``; check this module when moving it.
+A version 12 Produce answered TRANSACTION_ABORTABLE (KIP-1050) fails its batch with
+:class:`~eos.errors.TransactionAbortable`: the task aborts (EndTxn v5 bumps the epoch, so
+the producer stays usable) and re-polls from its committed offsets.
+
+What this relies on (the producer's ``_sender``, ``_txn_manager`` and
+``_message_accumulator``, the sender's methods and handler classes, the transaction
+manager's state) is recorded in ``tests/unit/test_aiokafka_contract.py``, which names each
+attribute or signature an aiokafka upgrade changed; aiokafka is pinned to one release in
+``pyproject.toml``. No other module of eos touches aiokafka's private names (the same test
+checks that too).
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import collections
 from typing import Any
 
 import anyio
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
 from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.producer.sender import (
@@ -45,15 +54,45 @@ from aiokafka.producer.sender import (
     SendProduceReqHandler,
 )
 from aiokafka.producer.transaction_manager import PidAndEpoch, TransactionResult
+from aiokafka.structs import TopicPartition
 
+from eos.errors import TransactionAbortable
 from eos.kafka import transactions_v2 as v2
 
 PRODUCER_FENCED = 90
 """The error code (newer than aiokafka) that transaction version 2 fences with."""
 
+TRANSACTION_ABORTABLE = 120
+"""KIP-1050's error code (newer than aiokafka): abort the transaction, then go on."""
+
+
+async def topic_partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int] | None:
+    """The partitions of ``topic`` from fresh metadata (aiokafka has no public "describe
+    this topic" on a consumer; its client does)."""
+    cluster = await consumer._client.fetch_all_metadata()
+    partitions: set[int] | None = cluster.partitions_for_topic(topic)
+    return partitions
+
 
 def sender_running(producer: AIOKafkaProducer) -> bool:
     return producer._sender.sender_task is not None
+
+
+def batch_size(producer: AIOKafkaProducer) -> int:
+    """The producer's ``batch.size`` (what fits one batch of the accumulator)."""
+    size: int = producer._message_accumulator._batch_size
+    return size
+
+
+def begin(producer: AIOKafkaProducer) -> bool:
+    """What ``begin_transaction`` does once the producer id is known, without the task it
+    spawns to wait for the id (a task per transaction, for nothing). False when the id
+    is not known yet (or the producer is not transactional): use ``begin_transaction``."""
+    txn = producer._txn_manager
+    if txn is None or txn.transactional_id is None or not txn.has_pid():
+        return False
+    txn.begin_transaction()
+    return True
 
 
 async def start(producer: AIOKafkaProducer) -> bool:
@@ -186,7 +225,24 @@ class _ProduceV2Handler(SendProduceReqHandler):  # type: ignore[misc]
         )
 
     def handle_response(self, response: v2.ProduceResponse_v12) -> None:
-        super().handle_response(_AsVersion8(v2.partition_results(response)))
+        super().handle_response(_AsVersion8(self._fail_abortable(v2.partition_results(response))))
+
+    def _fail_abortable(self, topics: list[tuple[str, list[tuple[Any, ...]]]]) -> list[Any]:
+        """Fail the batches answered TRANSACTION_ABORTABLE (aiokafka does not know the
+        code); the other partitions' results, for aiokafka's handler."""
+        rest = []
+        for topic, parts in topics:
+            for part in parts:
+                batch = self._batches.get(TopicPartition(topic, part[0]))
+                if part[1] == TRANSACTION_ABORTABLE and batch is not None:
+                    batch.failure(
+                        exception=TransactionAbortable(
+                            f"the broker answered TRANSACTION_ABORTABLE to the Produce to "
+                            f"{topic}-{part[0]}: the transaction must be aborted"
+                        )
+                    )
+            rest.append((topic, [p for p in parts if p[1] != TRANSACTION_ABORTABLE]))
+        return rest
 
     def _can_retry(self, error: Exception, batch: Any) -> bool:
         # Adding the partition waits for the previous transaction's markers: the broker
