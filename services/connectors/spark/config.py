@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eos.api import ConfigDef, ConfigError, Importance, OneOf, Range, Type
+from services.connectors.spark.jdbc_settings import JDBC_DEF, jdbc_problems
 
 FILE_FORMATS = ("parquet", "csv", "json", "orc")
 OPTIONS_PREFIX = "options."
@@ -32,12 +33,14 @@ CONFIG_DEF = (
         "mode",
         Type.STRING,
         "files",
-        OneOf("files", "table", *CHANGE_MODES),
+        OneOf("files", "table", *CHANGE_MODES, "jdbc"),
         Importance.HIGH,
         "files: every row of every file under `path`, each file once; "
         "table: rows of a table, path or query above the last `incrementing.column` value; "
         "delta-changes / iceberg-changes: every change of a Delta / Iceberg table, "
-        "version by version (docs/lakehouse.md).",
+        "version by version (docs/lakehouse.md); "
+        "jdbc: tables or a query of a database, through Spark's JDBC reader "
+        "(docs/databases.md).",
     )
     .define("topic", Type.STRING, "", None, Importance.HIGH, "Topic to write to.")
     .define(
@@ -116,7 +119,15 @@ CONFIG_DEF = (
         "about this many rows.",
     )
     .define("table", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark table name.")
-    .define("query", Type.STRING, "", None, Importance.HIGH, "Table mode: a Spark SQL query.")
+    .define(
+        "query",
+        Type.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Table mode: a Spark SQL query. mode=jdbc: a query in the database's SQL, read "
+        "instead of tables.",
+    )
     .define(
         "incrementing.column",
         Type.STRING,
@@ -208,7 +219,7 @@ CONFIG_DEF = (
         "Changes modes with transaction.boundary=connector: a table version is one Kafka "
         "transaction unless it has more rows than this; then one per this many rows.",
     )
-)
+).merged(JDBC_DEF)
 
 
 def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -221,9 +232,18 @@ def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
     def text(key: str) -> str:
         return str(props.get(key) or "").strip()
 
-    if not text("topic") and not text("topic.column"):
-        add("topic", "required setting 'topic' is missing: set `topic` or `topic.column`")
     mode = text("mode").lower() or "files"
+    if mode == "jdbc":
+        if not text("topic") and not text("topic.column") and not text("topic.prefix"):
+            add(
+                "topic",
+                "required setting 'topic' is missing: set `topic.prefix` (each table to "
+                "<prefix><table>), `topic` or `topic.column`",
+            )
+        for key, messages in jdbc_problems(props).items():
+            found.setdefault(key, []).extend(messages)
+    elif not text("topic") and not text("topic.column"):
+        add("topic", "required setting 'topic' is missing: set `topic` or `topic.column`")
     fmt = text("format").lower() or "parquet"
     if mode == "files":
         if not text("path"):
