@@ -14,6 +14,7 @@ from services.connectors.spark.jdbc_drivers import (
     missing_driver,
     packages,
     redact_url,
+    spark_url,
 )
 from services.connectors.spark.jdbc_mode import owned, owner_of, topic_of
 from services.connectors.spark.jdbc_read import custom_schema, offset_of, positions
@@ -223,6 +224,9 @@ def test_drivers_by_name_version_or_coordinates() -> None:
         "spark.jars.ivy": "/c/ivy",
     }
     assert driver_class("jdbc:mariadb://h/db") == "org.mariadb.jdbc.Driver"
+    assert spark_url("jdbc:mariadb://h/db") == "jdbc:mysql://h/db?permitMysqlScheme"
+    assert spark_url("jdbc:mariadb://h/db?a=b") == "jdbc:mysql://h/db?a=b&permitMysqlScheme"
+    assert spark_url("jdbc:postgresql://h/db") == "jdbc:postgresql://h/db"
     assert driver_class("jdbc:oracle:thin:@h") is None
     assert "spark.jdbc.drivers=sqlserver" in missing_driver("jdbc:sqlserver://h;password=x")
     assert "password=x" not in missing_driver("jdbc:sqlserver://h;password=x")

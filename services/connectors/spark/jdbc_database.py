@@ -24,7 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.connectors.spark.jdbc_drivers import driver_class, missing_driver, redact_url
+from services.connectors.spark.jdbc_drivers import (
+    driver_class,
+    missing_driver,
+    redact_url,
+    spark_url,
+)
 from services.connectors.spark.jdbc_settings import JdbcSettings
 from services.connectors.spark.jdbc_sql import quote
 
@@ -69,7 +74,7 @@ class ColumnInfo:
 
 def connection_options(settings: JdbcSettings, options: Mapping[str, str]) -> dict[str, str]:
     """The options of Spark's JDBC reader for this connection (``options.*`` win)."""
-    out = {"url": settings.url, "fetchsize": str(settings.fetch_size)}
+    out = {"url": spark_url(settings.url), "fetchsize": str(settings.fetch_size)}
     if settings.user:
         out["user"] = settings.user
     if settings.password:
@@ -102,7 +107,9 @@ class Database:
         """``text`` without the password and with the URL's secrets masked."""
         if self._settings.password:
             text = text.replace(self._settings.password, "***")
-        return text.replace(self._settings.url, redact_url(self._settings.url))
+        for url in (self._options["url"], self._settings.url):
+            text = text.replace(url, redact_url(url))
+        return text
 
     def error(self, exc: Exception, doing: str) -> JdbcError:
         """A :class:`JdbcError` for ``exc`` (a py4j or SQL error) met while ``doing``."""
@@ -143,7 +150,7 @@ class Database:
             )
             jdbc = jvm.org.apache.spark.sql.execution.datasources.jdbc
             options = jdbc.JDBCOptions(scala_map)
-            dialect = jvm.org.apache.spark.sql.jdbc.JdbcDialects.get(self._settings.url)
+            dialect = jvm.org.apache.spark.sql.jdbc.JdbcDialects.get(self._options["url"])
             connection = dialect.createConnectionFactory(options).apply(-1)
             meta = connection.getMetaData()
             self.product = str(meta.getDatabaseProductName())

@@ -121,6 +121,19 @@ def missing_driver(url: str) -> str:
     )
 
 
+def spark_url(url: str) -> str:
+    """The URL Spark is given: a ``jdbc:mariadb:`` URL becomes ``jdbc:mysql:`` with the
+    MariaDB driver's ``permitMysqlScheme``, since Spark picks its SQL dialect by the URL's
+    scheme and has one for ``jdbc:mysql:`` only (the generic dialect quotes names with
+    ``"``, which MariaDB reads as strings); the MariaDB driver still serves it."""
+    if not url.lower().startswith("jdbc:mariadb:"):
+        return url
+    rewritten = "jdbc:mysql:" + url[len("jdbc:mariadb:") :]
+    if "permitmysqlscheme" in rewritten.lower():
+        return rewritten
+    return rewritten + ("&" if "?" in rewritten else "?") + "permitMysqlScheme"
+
+
 _SECRET_PARAM = re.compile(r"(?i)(password|pwd|secret|token)=[^;&]*")
 _USERINFO = re.compile(r"(//[^/@:;?]*):[^/@;?]*@")
 
