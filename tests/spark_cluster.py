@@ -62,6 +62,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 @dataclass
 class SparkCluster:
     home: Path
@@ -77,14 +86,17 @@ class SparkCluster:
 
     def executors(self) -> list[int]:
         """Pids of the executor JVMs the workers run now."""
-        return [pid for w in self.workers for pid in _children(w.pid)]
+        return [pid for w in self.workers for pid in _children(w.pid) if _alive(pid)]
 
     def kill_executor(self) -> int:
-        """SIGKILL one executor (its worker starts a new one); its pid."""
+        """SIGKILL one executor (its worker starts a new one); its pid, once it is gone."""
         pids = self.executors()
         if not pids:
             raise AssertionError(f"no executor is running\n{self.log_tail()}")
         os.kill(pids[0], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(pids[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return pids[0]
 
     def wait_executors(self, count: int, timeout: float = 60) -> list[int]:

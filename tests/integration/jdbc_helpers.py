@@ -3,6 +3,9 @@ in-process with its background stage, and polling a task until it has read all."
 
 from __future__ import annotations
 
+import json
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -95,3 +98,56 @@ async def failure_of(background: Background, task: SparkSourceTask, timeout: flo
         while background.failed is None:
             await task.poll()
     return str(background.failed)
+
+
+def committed(bootstrap: str, topic: str, timeout: float = 60) -> list[tuple[int, Any, Any]]:
+    """(partition, key, value) of every record of ``topic`` a read_committed
+    confluent-kafka consumer sees (a client the worker does not use), JSON-decoded, in
+    each partition's order; reads until every partition's position reaches its end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in partitions}  # fmt: skip
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        got: list[tuple[int, Any, Any]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for message in consumer.consume(10_000, timeout=0.5):
+                if message.error() is None:
+                    key, value = message.key(), message.value()
+                    got.append((message.partition() or 0, _json(key), _json(value)))
+            positions = consumer.position([TopicPartition(topic, p) for p in partitions])
+            if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition]):
+                return got
+        raise AssertionError(f"{topic} not read to its end ({ends}) within {timeout}s")
+    finally:
+        consumer.close()
+
+
+def _json(data: bytes | None) -> Any:
+    return None if data is None else json.loads(data)
+
+
+def end_offsets(bootstrap: str, topic: str) -> int:
+    """The sum of ``topic``'s partitions' end offsets (records and markers, committed or not)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions
+        )
+    finally:
+        consumer.close()

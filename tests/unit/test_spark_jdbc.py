@@ -109,8 +109,8 @@ def test_after_a_position_is_lexicographic() -> None:
     assert after([TS, ID], None) == '"updated_at" IS NOT NULL AND "id" IS NOT NULL'
     assert after([ID], [7]) == '"id" > 7'
     assert after([TS, ID], ["2024-01-01T00:00:00", 7]) == (
-        "(\"updated_at\" > '2024-01-01 00:00:00.000000') OR "
-        '("updated_at" = \'2024-01-01 00:00:00.000000\' AND "id" > 7)'
+        "\"updated_at\" >= '2024-01-01 00:00:00.000000' AND "
+        '("updated_at" > \'2024-01-01 00:00:00.000000\' OR "id" > 7)'
     )
 
 

@@ -94,17 +94,23 @@ def not_null(cursor: Sequence[CursorColumn]) -> str:
 
 def after(cursor: Sequence[CursorColumn], values: Sequence[Any] | None) -> str:
     """The rows whose cursor tuple is greater than ``values`` (every row with a cursor
-    when there is no position yet): ``a > x OR (a = x AND b > y)``."""
+    when there is no position yet). Two columns: ``a >= x AND (a > x OR b > y)`` — the
+    leading ``a >= x`` lets the database scan an index on ``(a, b)`` from ``x`` on
+    instead of OR-ing two scans (``b > y`` alone may match most of the table)."""
     if values is None:
         return not_null(cursor)
     if len(values) != len(cursor):
         raise BadValue(f"a position of {len(cursor)} values expected, got {list(values)}")
-    terms = []
-    for n, column in enumerate(cursor):
-        equal = [f"{cursor[i].quoted} = {literal(values[i], cursor[i].kind)}" for i in range(n)]
-        greater = f"{column.quoted} > {literal(values[n], column.kind)}"
+    first = cursor[0]
+    low = literal(values[0], first.kind)
+    if len(cursor) == 1:
+        return f"{first.quoted} > {low}"
+    terms = [f"{first.quoted} > {low}"]
+    for n in range(1, len(cursor)):
+        equal = [f"{cursor[i].quoted} = {literal(values[i], cursor[i].kind)}" for i in range(1, n)]
+        greater = f"{cursor[n].quoted} > {literal(values[n], cursor[n].kind)}"
         terms.append(" AND ".join([*equal, greater]))
-    return " OR ".join(f"({t})" for t in terms) if len(terms) > 1 else terms[0]
+    return f"{first.quoted} >= {low} AND ({' OR '.join(terms)})"
 
 
 def before(column: CursorColumn, limit: str | None) -> str:

@@ -8,7 +8,10 @@ Arrow transfer to Python is always on. With a ``local`` master the driver binds 
 127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise,
 and the JVM is started with ``SPARK_LOCAL_IP`` set to that address (unless the
 environment sets it), so that it does not look up the machine's host name and warn
-"Your hostname ... resolves to a loopback address" on every start.
+"Your hostname ... resolves to a loopback address" on every start; with a cluster
+master, likewise when ``spark.driver.bindAddress`` is set. A standalone master
+(``spark://``) must accept a connection before the JVM starts
+(:func:`check_master_reachable`).
 
 Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the same
 SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
@@ -70,11 +73,15 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
 
 
 def jvm_environment(conf: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``
-    for a local master (the driver's bind address), unless ``environ`` has one."""
-    if not conf["spark.master"].startswith("local") or "SPARK_LOCAL_IP" in environ:
+    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``,
+    the driver's bind address, for a local master or when ``spark.driver.bindAddress``
+    is set (a cluster's driver), unless ``environ`` has one."""
+    if "SPARK_LOCAL_IP" in environ:
         return {}
-    return {"SPARK_LOCAL_IP": conf.get("spark.driver.bindAddress", "127.0.0.1")}
+    bind = conf.get("spark.driver.bindAddress")
+    if bind is None and not conf["spark.master"].startswith("local"):
+        return {}
+    return {"SPARK_LOCAL_IP": bind or "127.0.0.1"}
 
 
 def create_session(settings: Mapping[str, str]) -> SparkSession:
