@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import logging
 import os
 import statistics
 import time
@@ -207,6 +208,7 @@ def measure(
     tasks: int,
     rounds: int,
     broker_pids: list[int],
+    only: str | None = None,
 ) -> list[dict[str, Any]]:
     import pyspark
 
@@ -217,6 +219,8 @@ def measure(
         ("one table", ["one"], 1),
         (f"{tables} tables", [f"part_{n}" for n in range(tables)], tasks),
     ]
+    if only is not None:
+        cases = cases[:1] if only == "one" else cases[1:]
     results = []
     for round_ in range(1, rounds + 1):
         for label, names, task_count in cases:
@@ -276,8 +280,13 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--tasks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", choices=("one", "tables"), help="one case only")
+    parser.add_argument("--log-reads", action="store_true", help="log each read (INFO)")
     args = parser.parse_args()
     bench_process()
+    if args.log_reads:
+        for module in ("jdbc_read", "jdbc_mode"):
+            logging.getLogger(f"services.connectors.spark.{module}").setLevel(logging.INFO)
     postgres = start_postgres()
     try:
         each = args.rows // args.tables
@@ -286,7 +295,7 @@ def main() -> None:
         with bench_broker(None) as (bootstrap, broker_pids):
             results = measure(
                 postgres, db, bootstrap, args.rows, args.tables, args.tasks, args.rounds,
-                broker_pids,
+                broker_pids, args.only,
             )  # fmt: skip
         idle = idle_poll(postgres, db, args.rows)
     finally:

@@ -14,11 +14,14 @@ Each task lists the tables itself (``DatabaseMetaData.getTables``, within
 by its owner, and no other task ever reads it. A ``query`` is one source partition
 ``{"query": <sql>}``, read by one task.
 
-**Reading.** One background stage per task (started with ``context.start_soon``, its
-blocking calls in the worker's thread pool) takes the source whose turn has come, asks
-:func:`~.jdbc_read.open_read` for a read of its new rows and streams it, one chunk of
-``min(batch.rows, max.buffered.rows / 4)`` rows ahead of ``poll``. A source with
-nothing new is probed again after ``poll.interval.ms``; one that had rows at once
+**Reading**, in two background stages per task (started with ``context.start_soon``,
+their blocking calls in the worker's thread pool), as files mode reads files: the
+*opener* takes the source whose turn has come, asks :func:`~.jdbc_read.open_read` for
+a read of its new rows and waits for Spark's first partition of it; the *streamer*
+delivers the opened read one chunk of ``min(batch.rows, max.buffered.rows / 4)`` rows
+ahead of ``poll``. So Spark reads the next table while Python delivers this one. A
+source is never opened while it is being read (its position moves with the read); one
+with nothing new is probed again after ``poll.interval.ms``, one that had rows at once
 (a bulk snapshot after ``poll.interval.ms``).
 """
 
@@ -102,7 +105,11 @@ class JdbcReader:
         self._db: Database | None = None
         self._sources: dict[str, Source] = {}
         self._next_listing = 0.0
-        self._reading = False
+        self._busy: set[str] = set()
+        """Sources being opened or read (by name)."""
+        # Each stream end is closed by its owner: the chunks' receive end by stop(), the
+        # others by the stage that uses them.
+        self._opened_send, self._opened = anyio.create_memory_object_stream[ReadCursor]()
         self._chunks_send, self._chunks = anyio.create_memory_object_stream[
             list[SourceRecord | RecordBlock]
         ]()
@@ -113,9 +120,10 @@ class JdbcReader:
             self._db = Database(self._session, self._jdbc, self._settings.options)
             await self._resources.run_blocking(self._db.check)
         except BaseException:
-            self._chunks_send.close()
-            self._chunks.close()
+            for end in (self._opened_send, self._opened, self._chunks_send, self._chunks):
+                end.close()
             raise
+        self._start_soon(self._open_sources)
         self._start_soon(self._read_sources)
 
     def _make_session(self) -> SparkSession:
@@ -127,7 +135,7 @@ class JdbcReader:
         """Listed at least once, nothing being read, every source found nothing new."""
         return (
             self._next_listing > 0
-            and not self._reading
+            and not self._busy
             and all(s.caught_up for s in self._sources.values())
         )
 
@@ -181,43 +189,70 @@ class JdbcReader:
         return []
 
     def _due(self) -> Source | None:
+        """The source whose turn has come longest ago, of those not being read."""
         now = time.monotonic()
-        waiting = [s for s in self._sources.values() if s.next_check <= now]
+        waiting = [
+            s for s in self._sources.values() if s.next_check <= now and s.name not in self._busy
+        ]
         return min(waiting, key=lambda s: s.next_check, default=None)
 
     def _open(self, source: Source) -> ReadCursor | None:
+        """A read of ``source``'s new rows whose first rows Spark has ready (blocking)."""
         assert self._session is not None
         assert self._db is not None
-        return open_read(self._session, self._db, source, self._settings, self._jdbc)
+        cursor = open_read(self._session, self._db, source, self._settings, self._jdbc)
+        if cursor is not None:
+            cursor.prefetch()
+        return cursor
 
-    async def _read_sources(self) -> None:
-        """The stage: read each due source's new rows, one chunk ahead of ``poll``."""
+    async def _open_sources(self) -> None:
+        """Stage 1: open the next due source's read and let Spark compute its first
+        partition, while stage 2 streams the current one (a source is never opened
+        while it is being read: its position moves with the read)."""
         interval = self._settings.poll_interval
-        async with self._chunks_send:
+        async with self._opened_send:
             while True:
                 source = self._due()
                 if source is None:
                     await anyio.sleep(IDLE_SECONDS)
                     continue
-                self._reading = True
+                self._busy.add(source.name)
                 try:
                     cursor = await self._resources.run_blocking(self._open, source)
-                    source.caught_up = cursor is None
-                    if cursor is None:
-                        source.next_check = time.monotonic() + interval
-                        continue
-                    try:
-                        await self._stream(cursor)
-                    except anyio.BrokenResourceError:  # stop() was called
-                        return
-                    finally:
-                        with anyio.CancelScope(shield=True):
-                            await self._resources.run_blocking(cursor.close)
+                except BaseException:
+                    self._busy.discard(source.name)
+                    raise
+                source.caught_up = cursor is None
+                if cursor is None:
+                    self._busy.discard(source.name)
+                    source.next_check = time.monotonic() + interval
+                    continue
+                try:
+                    await self._opened_send.send(cursor)
+                except BaseException:  # the streamer stopped
+                    await self._close(cursor)
+                    raise
+
+    async def _read_sources(self) -> None:
+        """Stage 2: stream each opened read, one chunk ahead of ``poll``."""
+        interval = self._settings.poll_interval
+        async with self._opened, self._chunks_send:
+            async for cursor in self._opened:
+                source = cursor.source
+                try:
+                    await self._stream(cursor)
+                except anyio.BrokenResourceError:  # stop() was called
+                    return
                 finally:
-                    self._reading = False
+                    await self._close(cursor)
+                    self._busy.discard(source.name)
                 bulk = self._jdbc.mode == "bulk"  # a snapshot read: the next one later
                 source.caught_up = bulk
                 source.next_check = time.monotonic() + (interval if bulk else 0.0)
+
+    async def _close(self, cursor: ReadCursor) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._resources.run_blocking(cursor.close)
 
     async def _stream(self, cursor: ReadCursor) -> None:
         while not cursor.exhausted:

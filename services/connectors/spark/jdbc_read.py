@@ -297,6 +297,11 @@ class ReadCursor:
     def exhausted(self) -> bool:
         return self._stream is None
 
+    def prefetch(self) -> None:
+        """Wait until Spark has the first rows ready (so the first chunk is quick)."""
+        if self._stream is not None and not self._stream.prefetch():
+            self.close()
+
     def _values(self, chunk: Chunk, row: int) -> list[Any]:
         return [chunk.column(f"{HIDDEN}{i}")[row] for i in range(len(self._kinds))]
 
@@ -389,9 +394,10 @@ def open_read(
     none yet (blocking: a probe; when it finds rows, metadata and Spark's planning)."""
     if jdbc.mode == "bulk":
         return _open_snapshot(session, Plan(db, source, settings, jdbc), source)
+    fresh = None
     if not source.cursor:
-        plan = Plan(db, source, settings, jdbc)
-        source.cursor, source.sql = plan.cursor(plan.frame(session, ["1=0"])), plan.sql
+        fresh = Plan(db, source, settings, jdbc)
+        source.cursor, source.sql = fresh.cursor(fresh.frame(session, ["1=0"])), fresh.sql
     first = source.cursor[0]
     where = after(source.cursor, positions(jdbc.mode, source.position))
     now = now_expression(db.product, first.kind) if jdbc.uses_timestamp else None
@@ -405,8 +411,10 @@ def open_read(
             return None  # every new row is younger than the delay: later
         if not _below(high, limit, first.kind):
             high = limit.strip("'")
-    plan = Plan(db, source, settings, jdbc)  # anew: the table may have changed
-    source.cursor = cursor = plan.cursor(plan.frame(session, ["1=0"]))
+    plan = fresh or Plan(db, source, settings, jdbc)  # anew: the table may have changed
+    if fresh is None:
+        source.cursor = plan.cursor(plan.frame(session, ["1=0"]))
+    cursor = source.cursor
     where = conjunction(after(cursor, positions(jdbc.mode, source.position)), before(first, limit))
     points = boundaries(first.kind, low, high, _pieces(int(count), settings))
     predicates = [conjunction(where, stripe) for stripe in stripes(cursor[0], points)]
@@ -454,12 +462,16 @@ def _open_snapshot(session: SparkSession, plan: Plan, source: Source) -> ReadCur
     snapshot = int(offset["snapshot"]) if resuming and offset else int(time.time() * 1000)
     cursor = plan.cursor(plan.frame(session, ["1=0"]))
     first = cursor[0]
-    count, low, high = plan.db.row(probe_sql(plan.sql, first, "", None))
+    integer = len(cursor) == 1 and first.kind == "integer"
+    if integer:  # split by ranges of the key (a key of another type may have no MIN/MAX)
+        count, low, high = plan.db.row(probe_sql(plan.sql, first, "", None))
+    else:
+        (count,), low, high = plan.db.row(f"SELECT COUNT(*) FROM {plan.sql}"), None, None
     if not count or int(count) == 0:
         return None
     pieces = _pieces(int(count), plan.settings)
     points: list[str] = []
-    if len(cursor) == 1 and first.kind == "integer" and low is not None and high is not None:
+    if integer and low is not None and high is not None:
         points = boundaries("integer", low, high, pieces)
     df = plan.frame(session, stripes(first, points) if points else [])
     keys = [c.name for c in cursor]
