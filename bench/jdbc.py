@@ -41,7 +41,7 @@ from typing import Any
 
 import anyio
 from cpu_meter import PARTS, CpuMeter
-from spark_to_kafka import resolve_writer_jars
+from spark_to_kafka import resolve_writer_jars, timed_kafka_write, writer_session
 from worker_run import (
     CACHE,
     Progress,
@@ -58,6 +58,7 @@ from services.connectors.spark.jdbc_sql import CursorColumn, after, now_expressi
 from tests.postgres_server import PASSWORD, USER, PostgresServer, start_postgres
 
 SPARK = {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+"""The worker's Spark settings (Spark's writer uses spark_to_kafka's, the same)."""
 ROW_SQL = (
     "SELECT g, TIMESTAMP '2026-01-01' + g * INTERVAL '1 millisecond', "
     "'customer-' || (g % 10000), (g % 100000) / 100.0, g % 17, "
@@ -89,38 +90,16 @@ def make_tables(postgres: PostgresServer, rows: int, tables: int) -> str:
 def spark_writer(
     url: str, tables: list[str], bootstrap: str, topic: str, jars: list[str], cpu: CpuMeter
 ) -> float:
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    builder = SparkSession.builder.master("local[2]").appName("bench-jdbc-writer")
     driver = DRIVERS["postgresql"]
-    for key, value in {
-        **SPARK,
-        "spark.jars": ",".join(jars),
-        "spark.jars.packages": driver.coordinates(),
-        "spark.jars.ivy": str(CACHE / "ivy"),
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-    }.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    extra = {"spark.jars.packages": driver.coordinates(), "spark.jars.ivy": str(CACHE / "ivy")}
+    spark = writer_session(2, jars, extra)
     properties = {"user": USER, "password": PASSWORD, "driver": driver.driver_class}
     try:
         frames = [spark.read.jdbc(url, table, properties=properties) for table in tables]
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
-        out = df.select(
-            F.col("id").cast("string").alias("key"), F.to_json(F.struct("*")).alias("value")
-        )
-        cpu.start()
-        start = time.perf_counter()
-        out.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
-            "topic", topic
-        ).save()
-        took = time.perf_counter() - start
-        cpu.mark()
-        return took
+        return timed_kafka_write(df, bootstrap, topic, cpu)
     finally:
         spark.stop()
 
