@@ -8,7 +8,10 @@ Arrow transfer to Python is always on. With a ``local`` master the driver binds 
 127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise,
 and the JVM is started with ``SPARK_LOCAL_IP`` set to that address (unless the
 environment sets it), so that it does not look up the machine's host name and warn
-"Your hostname ... resolves to a loopback address" on every start.
+"Your hostname ... resolves to a loopback address" on every start; with a cluster
+master, likewise when ``spark.driver.bindAddress`` is set. A standalone master
+(``spark://``) must accept a connection before the JVM starts
+(:func:`check_master_reachable`).
 
 Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the same
 SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
@@ -21,12 +24,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from eos.api import WorkerResources
+from services.connectors.spark.jdbc_drivers import driver_settings
 from services.connectors.spark.lakehouse import lakehouse_settings
 
 if TYPE_CHECKING:
@@ -56,6 +61,7 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
     """The Spark settings the session is built with, from the worker's settings."""
     conf = {k: str(v) for k, v in settings.items() if k.startswith("spark.")}
     conf = lakehouse_settings(conf, os.environ)
+    conf = driver_settings(conf, os.environ)
     conf.setdefault("spark.master", "local[*]")
     conf.setdefault("spark.app.name", "eos-worker")
     conf["spark.sql.execution.arrow.pyspark.enabled"] = "true"
@@ -67,11 +73,15 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
 
 
 def jvm_environment(conf: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``
-    for a local master (the driver's bind address), unless ``environ`` has one."""
-    if not conf["spark.master"].startswith("local") or "SPARK_LOCAL_IP" in environ:
+    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``,
+    the driver's bind address, for a local master or when ``spark.driver.bindAddress``
+    is set (a cluster's driver), unless ``environ`` has one."""
+    if "SPARK_LOCAL_IP" in environ:
         return {}
-    return {"SPARK_LOCAL_IP": conf.get("spark.driver.bindAddress", "127.0.0.1")}
+    bind = conf.get("spark.driver.bindAddress")
+    if bind is None and not conf["spark.master"].startswith("local"):
+        return {}
+    return {"SPARK_LOCAL_IP": bind or "127.0.0.1"}
 
 
 def create_session(settings: Mapping[str, str]) -> SparkSession:
@@ -85,6 +95,7 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
         ) from exc
     _check_java()
     conf = builder_settings(settings)
+    check_master_reachable(conf["spark.master"])
     os.environ.update(jvm_environment(conf, os.environ))
     builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
         conf.pop("spark.app.name")
@@ -94,10 +105,43 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
     try:
         return builder.getOrCreate()
     except Exception as exc:
+        packages = conf.get("spark.jars.packages")
+        jars = (
+            f"; that the jars of spark.jars.packages ({packages}, from spark.jdbc.drivers, "
+            "spark.lakehouse or set directly) can be resolved from Maven Central: the log "
+            "above names any 'unresolved dependency'"
+            if packages
+            else ""
+        )
         raise SparkUnavailable(
             f"Spark failed to start: {exc}. Check the worker's spark.* settings "
-            "(spark.master, memory) and that Java 17 or 21 is installed"
+            f"(spark.master, memory){jars}; and that Java 17 or 21 is installed"
         ) from exc
+
+
+MASTER_CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a TCP connection to a standalone master before giving up."""
+
+
+def check_master_reachable(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
+    """:class:`SparkUnavailable` unless a standalone master (``spark://host:port``, or
+    several ``host:port`` separated by commas) accepts a TCP connection on one of its
+    addresses. Spark itself would retry registering for a minute, then stop the context
+    with a log line nobody sees; other masters (local, yarn, k8s) are not checked."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address.strip()}: {exc}")
+    raise SparkUnavailable(
+        f"the Spark master in spark.master={master} cannot be reached "
+        f"({'; '.join(errors)}): start the master, or correct the worker setting spark.master"
+    )
 
 
 def stop_session(session: SparkSession) -> None:
