@@ -27,7 +27,6 @@ class InstallError(RuntimeError):
     """A package could not be installed; the message says what to run by hand."""
 
 
-
 def ensure_installed(binaries: Sequence[Path], packages: Sequence[str]) -> None:
     """Install ``packages`` unless every path of ``binaries`` exists."""
     if all(b.exists() for b in binaries):
