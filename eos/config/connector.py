@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import structlog
 
+from eos.config.auto_restart import AUTO_RESTART_CONNECTOR_CONFIG
 from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
@@ -178,7 +179,7 @@ CONNECTOR_CONFIG: Final = (
         "A separate offsets topic for this connector (default: the worker's offsets topic).",
         "exactly-once",
     )
-)
+).merged(AUTO_RESTART_CONNECTOR_CONFIG)
 """The framework's connector settings (the table in docs/configuration.md is generated
 from it)."""
 

@@ -39,9 +39,11 @@ from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.assignors.base import AssignorSettings
 from eos.runtime.assignors.registry import make_assignor
+from eos.runtime.auto_restart import RestartBook
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.coordinator import ClusterState, ClusterView, Coordinator
+from eos.runtime.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.coordinator.config_writes import ConfigWrites
 from eos.runtime.coordinator.fencing import FencingRounds
 from eos.runtime.coordinator.group_listener import GroupListener
@@ -119,6 +121,7 @@ class Worker:
         )
         self.writes = ConfigWrites(shared, watcher)
         self.rounds = FencingRounds(shared, self.writes)
+        book = RestartBook()  # the supervisor reports what the auto-restart duty decides
         self.supervisor = Supervisor(
             s,
             state,
@@ -129,6 +132,7 @@ class Worker:
             resources=self.resources,
             observer=self.observer,
             clock=self.clock,
+            book=book,
         )
         reconciler = Reconciler(state, self.supervisor)
         listener = GroupListener(
@@ -140,7 +144,12 @@ class Worker:
             rounds=self.rounds,
             keys=SessionKeys(shared, self.writes),
         )
-        self.coordinator = Coordinator(shared, watcher=watcher, reconciler=reconciler)
+        self.coordinator = Coordinator(
+            shared,
+            watcher=watcher,
+            reconciler=reconciler,
+            auto_restarts=AutoRestarts(shared, self.supervisor, reconciler, book),
+        )
         self.group = GroupClient(
             s.client_config,
             s.group_id,

@@ -277,6 +277,17 @@ _STATE: dict[str, Any] = {
         "state": {"type": "string"},
         "worker_id": {"type": ["string", "null"]},
         "trace": {"type": "string"},
+        "auto_restart": {
+            "type": "object",
+            "description": "eos: the automatic restarts in a row, when the next is due "
+            "(UTC), or why it is not restarted automatically (docs/operations.md)",
+            "required": ["restarts", "next_attempt"],
+            "properties": {
+                "restarts": {"type": "integer"},
+                "next_attempt": {"type": ["string", "null"], "format": "date-time"},
+                "not_restarted": {"type": "string"},
+            },
+        },
     },
 }
 # fmt: off

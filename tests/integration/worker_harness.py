@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
+    """Settings of a test worker. Automatic restarts are off (tests of failures look at
+    the FAILED state); tests of them turn them on (``auto_restart_enabled="true"``)."""
     (port,) = free_ports(1)
     props = {
         "bootstrap.servers": bootstrap,
@@ -38,6 +40,7 @@ def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
         "offset.flush.interval.ms": "1000",
         "task.shutdown.graceful.timeout.ms": "5000",
         "listeners": f"http://127.0.0.1:{port}",
+        "auto.restart.enabled": "false",
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return props

@@ -311,4 +311,7 @@ def test_package_exports() -> None:
         "load_yaml",
     }
     public = {name for name in vars(eos.config) if not name.startswith("_")}
-    assert public - {"connector", "definition", "files", "rest_security", "worker"} == expected
+    assert (
+        public - {"auto_restart", "connector", "definition", "files", "rest_security", "worker"}
+        == expected
+    )

@@ -1,0 +1,158 @@
+"""Settings of automatic restarts (docs/operations.md, "Tasks that heal themselves"):
+the worker's defaults (:data:`AUTO_RESTART_WORKER_CONFIG`) and a connector's own
+overrides of them (:data:`AUTO_RESTART_CONNECTOR_CONFIG`), as Strimzi's
+``autoRestart`` is set per connector while an operator sets the cluster's policy.
+
+The schedule is Strimzi's: the first restart at once, the n-th after
+(n-1)·(n-1) + (n-1) backoff units (2, 6, 12, 20, … minutes with the default unit),
+each wait at most ``auto.restart.backoff.max.ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from eos.config.definition import ConfigDef, Importance, Range, Type
+from eos.errors import ConfigError
+
+ENABLED: Final = "auto.restart.enabled"
+MAX_ATTEMPTS: Final = "auto.restart.max.attempts"
+BACKOFF_MAX: Final = "auto.restart.backoff.max.ms"
+BACKOFF_UNIT: Final = "auto.restart.backoff.unit.ms"
+_GROUP = "auto restart"
+
+
+class Attempts:
+    """-1 (no limit) or at least 0."""
+
+    allowed = "-1 (no limit) or a number of restarts, at least 0"
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and value != -1 and value < 0:
+            raise ConfigError(key, value, f"must be {self.allowed}")
+
+
+AUTO_RESTART_WORKER_CONFIG: Final = (
+    ConfigDef()
+    .define(
+        ENABLED,
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "Restart failed connectors and tasks on their own, with Strimzi's backoff: at once, "
+        "then after 2, 6, 12, 20, 30, 42 and 56 minutes, then every hour. Failures that a "
+        "restart cannot heal (a bad setting, a missing ACL) are not restarted. A connector "
+        "may set its own.",
+        _GROUP,
+    )
+    .define(
+        MAX_ATTEMPTS,
+        Type.INT,
+        -1,
+        Attempts(),
+        Importance.LOW,
+        "Automatic restarts of a connector or task in a row before it is left FAILED "
+        "(-1: no limit, as Strimzi's default). The count starts again once it has run for "
+        "as long as its last wait. A connector may set its own.",
+        _GROUP,
+    )
+    .define(
+        BACKOFF_MAX,
+        Type.LONG,
+        3_600_000,
+        Range(at_least=0),
+        Importance.LOW,
+        "Longest wait between two automatic restarts (Strimzi: one hour). A connector may "
+        "set its own.",
+        _GROUP,
+    )
+    .define(
+        BACKOFF_UNIT,
+        Type.LONG,
+        60_000,
+        Range(at_least=1),
+        Importance.LOW,
+        "The unit of the restart schedule: the n-th restart waits (n-1)·(n-1) + (n-1) of "
+        "these (Strimzi: a minute). Tests and demos shorten it.",
+        _GROUP,
+    )
+)
+"""The worker's automatic-restart settings (merged into the worker's definition)."""
+
+AUTO_RESTART_CONNECTOR_CONFIG: Final = (
+    ConfigDef()
+    .define(
+        ENABLED,
+        Type.BOOLEAN,
+        None,
+        None,
+        Importance.LOW,
+        "Restart this connector and its tasks on their own when they fail (default: the "
+        "worker's auto.restart.enabled).",
+        _GROUP,
+    )
+    .define(
+        MAX_ATTEMPTS,
+        Type.INT,
+        None,
+        Attempts(),
+        Importance.LOW,
+        "Automatic restarts in a row before this connector or one of its tasks is left "
+        "FAILED (-1: no limit; default: the worker's auto.restart.max.attempts).",
+        _GROUP,
+    )
+    .define(
+        BACKOFF_MAX,
+        Type.LONG,
+        None,
+        Range(at_least=0),
+        Importance.LOW,
+        "Longest wait between two automatic restarts of this connector or one of its tasks "
+        "(default: the worker's auto.restart.backoff.max.ms).",
+        _GROUP,
+    )
+)
+"""A connector's overrides of the worker's automatic-restart settings (merged into the
+connector definition)."""
+
+
+@dataclass(frozen=True)
+class AutoRestartPolicy:
+    """When a failed connector or task is restarted on its own."""
+
+    enabled: bool = True
+    max_attempts: int | None = None
+    """Restarts in a row before giving up; None: no limit."""
+    backoff_unit_ms: int = 60_000
+    backoff_max_ms: int = 3_600_000
+
+    @classmethod
+    def of_worker(cls, values: Mapping[str, Any]) -> AutoRestartPolicy:
+        """From the worker's parsed settings."""
+        attempts = values[MAX_ATTEMPTS]
+        return cls(
+            enabled=values[ENABLED],
+            max_attempts=None if attempts == -1 else attempts,
+            backoff_unit_ms=values[BACKOFF_UNIT],
+            backoff_max_ms=values[BACKOFF_MAX],
+        )
+
+    def for_connector(self, props: Mapping[str, str]) -> AutoRestartPolicy:
+        """This (the worker's) policy with a connector's own settings laid over it; a
+        setting that does not parse keeps the worker's (validation names it)."""
+        try:
+            own = AUTO_RESTART_CONNECTOR_CONFIG.parse(props)
+        except ConfigError:
+            return self
+        attempts = own[MAX_ATTEMPTS]
+        return AutoRestartPolicy(
+            enabled=self.enabled if own[ENABLED] is None else own[ENABLED],
+            max_attempts=self.max_attempts
+            if attempts is None
+            else (None if attempts == -1 else attempts),
+            backoff_unit_ms=self.backoff_unit_ms,
+            backoff_max_ms=self.backoff_max_ms if own[BACKOFF_MAX] is None else own[BACKOFF_MAX],
+        )
