@@ -130,6 +130,14 @@ class Supervisor:
         for name in list(self._connectors):
             await self.stop_connector(name)
 
+    async def ping(self) -> None:
+        """Return once the supervisor's task group has run a no-op (for the health
+        monitor: the group that runs connectors and tasks is alive)."""
+        assert self._tg is not None
+        answered = anyio.Event()
+        self._tg.start_soon(_set, answered)
+        await answered.wait()
+
     def task_count(self) -> int:
         return len(self._tasks)
 
@@ -375,6 +383,10 @@ class Supervisor:
     ) -> None:
         with scope:
             await target()
+
+
+async def _set(event: anyio.Event) -> None:
+    event.set()
 
 
 CLOSE_TIMEOUT = 10.0

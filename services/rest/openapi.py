@@ -101,6 +101,13 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {
         "get": _op("This document", "worker", {"200": _ok("OpenAPI 3.1", {"type": "object"})}),
     },
+    "/health": {
+        "get": _op("Kafka Connect's health check (KIP-1017); needs no credentials", "worker",
+                   {"200": _ok("healthy: started, its actors answer", _ref("Health")),
+                    "503": _ok("starting, with the stage it is in", _ref("Health")),
+                    "500": _ok("unhealthy: an actor has not answered for 10 s, or "
+                               "stopping", _ref("Health"))}),
+    },
     "/metrics": {
         "get": _op("Prometheus metrics (text format, or OpenMetrics when asked)", "worker",
                    {"200": {"description": "metrics",
@@ -298,6 +305,14 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}},
     },
     "Message": {"type": "object", "properties": {"message": {"type": "string"}}},
+    "Health": {
+        "type": "object",
+        "required": ["status", "message"],
+        "properties": {
+            "status": {"type": "string", "enum": ["healthy", "starting", "unhealthy"]},
+            "message": {"type": "string"},
+        },
+    },
     "ServerInfo": {
         "type": "object",
         "required": ["version", "commit", "kafka_cluster_id"],
