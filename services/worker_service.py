@@ -119,11 +119,17 @@ async def _run(
 
 
 async def _stop_on_signals(worker: Worker) -> None:
+    """SIGTERM or SIGINT stops the worker gracefully; another one while it stops (a
+    second Ctrl-C, a group signal after the worker's own) changes nothing: the stop is
+    bounded by ``task.shutdown.graceful.timeout.ms`` already (docs/operations.md)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
-            log.info("signal received; stopping", signal=signal.Signals(signum).name)
+            name = signal.Signals(signum).name
+            if worker.stopping:
+                log.info("signal received again; already stopping", signal=name)
+                continue
+            log.info("signal received; stopping", signal=name)
             worker.stop()
-            return
 
 
 def tune_gc() -> None:

@@ -253,6 +253,11 @@ class Worker:
             race.start_soon(joined)
             race.start_soon(stopped)
 
+    @property
+    def stopping(self) -> bool:
+        """:meth:`stop` was called."""
+        return self._stop.is_set()
+
     def stop(self) -> None:
         """Begin a graceful shutdown; :meth:`run` returns when it is done."""
         self.health.stopping()

@@ -125,7 +125,9 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> None:
+    def start(self, *, own_group: bool = False) -> None:
+        """Start the worker; ``own_group``: in a process group (and session) of its own,
+        which :meth:`signal_group` signals as systemd, ``timeout`` or a terminal do."""
         self.starts += 1
         out = open(self.log, "ab")  # noqa: SIM115 - handed to the child process
         out.write(f"\n===== start {self.starts} =====\n".encode())
@@ -135,6 +137,7 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli", "worker", *files],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO, env=env,
+            start_new_session=own_group,
         )  # fmt: skip
         out.close()
 
@@ -159,6 +162,26 @@ class WorkerProcess:
             self.proc.send_signal(sig)
             if sig in (signal.SIGKILL, signal.SIGTERM):
                 self.proc.wait(timeout=60)
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to every process of the worker's process group (started with
+        ``own_group``)."""
+        assert self.proc is not None
+        assert os.getpgid(self.proc.pid) == self.proc.pid, "started without own_group"
+        os.killpg(self.proc.pid, sig)
+
+    def children(self) -> list[int]:
+        """The pids of the worker's child processes (the Spark JVM, for one)."""
+        assert self.proc is not None
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                found.append(int(stat.parent.name))
+        return found
 
     def stop(self) -> int | None:
         if self.proc is None:
