@@ -10,6 +10,7 @@ import contextlib
 import gc
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import cast
 
 import anyio
@@ -103,8 +104,8 @@ async def _run(
         if prometheus and metrics_listener is not None:
             metrics_app = Starlette(routes=[metrics_route(prometheus.registry)])
             await tg.start(serve_listener, metrics_app, metrics_listener)
-        for listener in listeners:  # first: GET / tells why a worker cannot join
-            await tg.start(serve_listener, app, listener)
+        for listener in listeners:  # first: GET / and GET /health tell how start-up goes
+            await tg.start(partial(serve_listener, app, listener, health=worker.health.health))
         await tg.start(worker.run)
         for props in connector_configs:
             name = props.get("name", "")

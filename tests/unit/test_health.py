@@ -15,6 +15,7 @@ from eos.runtime.clock import ManualClock
 from eos.runtime.health import BOUND, HealthMonitor, Probe, assess
 from services.cli import parser
 from services.client import commands
+from services.front_door import route
 
 
 def test_starting_names_the_stage_and_why() -> None:
@@ -162,3 +163,20 @@ def test_eos_health_of_nobody_is_one_line_too() -> None:
         out.getvalue()
         == "unreachable: no eos worker answers at http://w:8083: start one or pass --url\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("head", "what"),
+    [
+        (b"GET /health HTTP/1.1\r\n", "health"),
+        (b"GET /health?verbose", "health"),
+        (b"GET /he", "wait"),
+        (b"GET /health", "wait"),
+        (b"GET /healthz", "loop"),
+        (b"POST /health", "loop"),
+        (b"GET /connectors", "loop"),
+        (b"\x16\x03\x01", "loop"),
+    ],
+)
+def test_the_front_door_answers_health_requests_itself(head: bytes, what: str) -> None:
+    assert route(head) == what
