@@ -130,8 +130,10 @@ class AutoRestartPolicy:
     backoff_max_ms: int = 3_600_000
 
     @classmethod
-    def of_worker(cls, values: Mapping[str, Any]) -> AutoRestartPolicy:
-        """From the worker's parsed settings."""
+    def of_worker(cls, props: Mapping[str, Any]) -> AutoRestartPolicy:
+        """From the worker's settings (validated with the worker's definition, which
+        holds these keys)."""
+        values = AUTO_RESTART_WORKER_CONFIG.parse(props)
         attempts = values[MAX_ATTEMPTS]
         return cls(
             enabled=values[ENABLED],

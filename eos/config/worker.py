@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import structlog
 
-from eos.config.auto_restart import AUTO_RESTART_WORKER_CONFIG, AutoRestartPolicy
+from eos.config.auto_restart import AUTO_RESTART_WORKER_CONFIG
 from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
@@ -127,351 +127,347 @@ def _replication(kind: str) -> dict[str, Any]:
 
 
 WORKER_CONFIG: Final = (
-    (
-        ConfigDef()
-        .define(
-            "bootstrap.servers",
-            Type.LIST,
-            "localhost:9092",
-            NonEmpty(),
-            Importance.HIGH,
-            "Kafka brokers to connect to first, as comma-separated host:port.",
-            "cluster",
-        )
-        .define(
-            "group.id",
-            Type.STRING,
-            NO_DEFAULT,
-            NonEmpty(),
-            Importance.HIGH,
-            "Name of the worker cluster: workers with the same group.id share connectors "
-            "and tasks; it also prefixes every task's transactional.id.",
-            "cluster",
-        )
-        .define(
-            "client.id",
-            Type.STRING,
-            None,
-            None,
-            Importance.LOW,
-            "client.id of this worker's Kafka clients (optional).",
-            "cluster",
-        )
-        .define(
-            "config.storage.topic",
-            **_topic(
-                "connector and task configurations (one partition; only the "
-                "leader writes it, transactionally)"
-            ),
-        )
-        .define(
-            "offset.storage.topic",
-            **_topic("the source offsets of connectors without an offsets topic of their own"),
-        )
-        .define("status.storage.topic", **_topic("connector and task status"))
-        .define("config.storage.replication.factor", **_replication("config"))
-        .define("offset.storage.replication.factor", **_replication("offsets"))
-        .define("status.storage.replication.factor", **_replication("status"))
-        .define(
-            "offset.storage.partitions",
-            Type.INT,
-            25,
-            Range(at_least=1),
-            Importance.LOW,
-            "Partitions of the offsets topic when the worker creates it.",
-            "internal topics",
-        )
-        .define(
-            "status.storage.partitions",
-            Type.INT,
-            5,
-            Range(at_least=1),
-            Importance.LOW,
-            "Partitions of the status topic when the worker creates it.",
-            "internal topics",
-        )
-        .define(
-            "exactly.once.source.support",
-            Type.STRING,
-            "enabled",
-            OneOf("disabled", "preparing", "enabled"),
-            Importance.HIGH,
-            "enabled: tasks write records and offsets in one transaction and the leader fences "
-            "old task generations; preparing: fencing and transactional config writes only, "
-            "tasks run at-least-once (first step of a rolling upgrade); disabled: "
-            "at-least-once. Must be the same on every worker.",
-            "exactly-once",
-        )
-        .define(
-            "offset.flush.interval.ms",
-            Type.LONG,
-            10000,
-            Range(at_least=1),
-            Importance.MEDIUM,
-            "Interval of offset flushes of at-least-once tasks, and the commit interval of "
-            "transaction.boundary=interval connectors that set none. 10000, not Connect's "
-            "60000: that equals the producer's default transaction.timeout.ms, so interval "
-            "transactions would time out.",
-            "tasks",
-        )
-        .define(
-            "offset.flush.timeout.ms",
-            Type.LONG,
-            5000,
-            Range(at_least=1),
-            Importance.LOW,
-            "How long an at-least-once offset flush may wait for outstanding records before it "
-            "is given up; exactly-once commits are not bounded by it.",
-            "tasks",
-        )
-        .define(
-            PRODUCER_CLIENT,
-            Type.STRING,
-            "aiokafka",
-            OneOf("aiokafka", "librdkafka"),
-            Importance.MEDIUM,
-            "The Kafka client of the tasks' producers: aiokafka (pure Python, the default) or "
-            "librdkafka (confluent-kafka, the eos[librdkafka] extra: more records per second and "
-            "less CPU per record, see docs/performance.md). A connector may choose its own with "
-            "producer.client. The worker's other clients always use aiokafka.",
-            "tasks",
-        )
-        .define(
-            "task.shutdown.graceful.timeout.ms",
-            Type.LONG,
-            5000,
-            Range(at_least=0),
-            Importance.LOW,
-            "How long tasks get to stop and make their final commit on shutdown before they "
-            "are cancelled.",
-            "tasks",
-        )
-        .define(
-            "session.timeout.ms",
-            Type.INT,
-            10000,
-            Range(at_least=1),
-            Importance.MEDIUM,
-            "A worker that sends no heartbeat for this long is removed from the group. A "
-            "fencing round that takes longer than half of it starts another rebalance when it "
-            "is done (the tasks that waited for it start then).",
-            "group protocol",
-        )
-        .define(
-            "heartbeat.interval.ms",
-            Type.INT,
-            3000,
-            Range(at_least=1),
-            Importance.LOW,
-            "Interval of heartbeats to the group coordinator; must be below session.timeout.ms.",
-            "group protocol",
-        )
-        .define(
-            "rebalance.timeout.ms",
-            Type.INT,
-            60000,
-            Range(at_least=1),
-            Importance.LOW,
-            "How long a rebalance waits for every member to rejoin the group.",
-            "group protocol",
-        )
-        .define(
-            "connect.protocol",
-            Type.STRING,
-            "sessioned",
-            OneOf("eager", "compatible", "sessioned", "cooperative"),
-            Importance.LOW,
-            "Rebalance protocol, with Kafka Connect's names: eager (every member drops all its "
-            "work before rejoining), compatible or sessioned (incremental cooperative: only work "
-            "that moves is revoked; the two differ only in name, since eos signs internal requests "
-            "under every protocol). cooperative is accepted as sessioned. A member offers its "
-            "protocol and the ones below it, so a mixed cluster rebalances in the best style "
-            "every member offers.",
-            "group protocol",
-        )
-        .define(
-            "scheduled.rebalance.max.delay.ms",
-            Type.INT,
-            300000,
-            Range(at_least=0),
-            Importance.LOW,
-            "With assignor=cooperative: how long the work of a member that left is held for it "
-            "to come back before it is given to others.",
-            "group protocol",
-        )
-        .define(
-            "assignor",
-            Type.STRING,
-            "sticky",
-            NonEmpty(),
-            Importance.MEDIUM,
-            "Who runs which connector and task: round-robin, sticky (balanced, moves the least), "
-            "cooperative (sticky, holding a lost member's work for "
-            "scheduled.rebalance.max.delay.ms) or failover (everything on the member with the "
-            "highest worker.priority); or the name of an installed eos.assignors plugin, or a "
-            "class path. Must be the same on every worker.",
-            "group protocol",
-        )
-        .define(
-            "worker.priority",
-            Type.INT,
-            0,
-            None,
-            Importance.LOW,
-            "This worker's priority for assignor=failover: the live worker with the highest "
-            "priority runs everything.",
-            "group protocol",
-        )
-        .define(
-            "failover.settle.ms",
-            Type.INT,
-            10000,
-            Range(at_least=0),
-            Importance.LOW,
-            "With assignor=failover: how long a returning higher-priority worker must have been "
-            "in the group before the work moves back to it.",
-            "group protocol",
-        )
-        .define(
-            "retry.backoff.ms",
-            Type.INT,
-            100,
-            Range(at_least=0),
-            Importance.LOW,
-            "Pause before retrying a failed request to the group coordinator or the leader "
-            "(doubling up to a few seconds where repeated); also the Kafka clients' setting.",
-            "group protocol",
-        )
-        .define(
-            "inter.worker.key.ttl.ms",
-            Type.INT,
-            3600000,
-            Range(at_least=1000),
-            Importance.LOW,
-            "How long the leader keeps a session key for signing internal requests before it "
-            "writes a new one.",
-            "internal requests",
-        )
-        .define(
-            "inter.worker.signature.algorithm",
-            Type.STRING,
-            "HmacSHA256",
-            OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512", case_sensitive=True),
-            Importance.LOW,
-            "The HMAC that signs internal requests between workers.",
-            "internal requests",
-        )
-        .define(
-            "inter.worker.signature.window.ms",
-            Type.INT,
-            60000,
-            Range(at_least=1000),
-            Importance.LOW,
-            "How far a signed internal request's timestamp may be from the receiver's clock "
-            "before the request is refused as stale (keep the workers' clocks in sync).",
-            "internal requests",
-        )
-        .define(
-            "worker.sync.timeout.ms",
-            Type.LONG,
-            30000,
-            Range(at_least=1),
-            Importance.LOW,
-            "How long the worker waits to read the config topic to its end (after joining, "
-            "before starting a task, on a manual restart) before giving up.",
-            "group protocol",
-        )
-        .define(
-            "task.startup.concurrency",
-            Type.INT,
-            64,
-            Range(at_least=1),
-            Importance.LOW,
-            "How many tasks of this worker go through start-up at once (fencing request, "
-            "config read, producer initialisation); the rest wait their turn. Bounds the "
-            "connections and requests a burst of hundreds of task starts opens together.",
-        )
-        .define(
-            "thread.pool.size",
-            Type.INT,
-            8,
-            Range(at_least=1),
-            Importance.LOW,
-            "Threads for the blocking calls of tasks (e.g. Spark reads); calls beyond it wait.",
-        )
-        .define(
-            "listeners",
-            Type.LIST,
-            "http://127.0.0.1:8083",
-            Listeners(),
-            Importance.MEDIUM,
-            "REST API listeners as comma-separated http://HOST:PORT or https://HOST:PORT (TLS: "
-            "listeners.https.ssl.*); the first one is advertised.",
-            "rest",
-        )
-        .define(
-            "rest.advertised.host.name",
-            Type.STRING,
-            None,
-            None,
-            Importance.LOW,
-            "Host name other workers and clients use to reach this worker's REST API "
-            "(default: the first listener's host).",
-            "rest",
-        )
-        .define(
-            "rest.advertised.port",
-            Type.INT,
-            None,
-            Range(at_least=1, at_most=65535),
-            Importance.LOW,
-            "Port other workers and clients use to reach this worker's REST API "
-            "(default: the first listener's port).",
-            "rest",
-        )
-        .define(
-            "rest.max.request.bytes",
-            Type.INT,
-            4 * 1024 * 1024,
-            Range(at_least=1024),
-            Importance.LOW,
-            "Largest request body the REST API accepts (internal requests included); a larger "
-            "one is refused with 413 before it is read.",
-            "rest",
-        )
-        .define(
-            "topic.tracking.enable",
-            Type.BOOLEAN,
-            True,
-            None,
-            Importance.LOW,
-            "Record the topics each connector writes to (GET /connectors/{name}/topics); "
-            "false answers that endpoint with 403.",
-            "topic tracking",
-        )
-        .define(
-            "topic.tracking.allow.reset",
-            Type.BOOLEAN,
-            True,
-            None,
-            Importance.LOW,
-            "Allow PUT /connectors/{name}/topics/reset (403 otherwise).",
-            "topic tracking",
-        )
-        .define(
-            "topic.tracking.refresh.interval.ms",
-            Type.LONG,
-            30000,
-            Range(at_least=100),
-            Importance.LOW,
-            "How often a worker running tasks reads the status topic to learn of topic resets "
-            "made through other workers (its tasks then report those topics again).",
-            "topic tracking",
-        )
+    ConfigDef()
+    .define(
+        "bootstrap.servers",
+        Type.LIST,
+        "localhost:9092",
+        NonEmpty(),
+        Importance.HIGH,
+        "Kafka brokers to connect to first, as comma-separated host:port.",
+        "cluster",
     )
-    .merged(REST_SECURITY_CONFIG)
-    .merged(AUTO_RESTART_WORKER_CONFIG)
-)
+    .define(
+        "group.id",
+        Type.STRING,
+        NO_DEFAULT,
+        NonEmpty(),
+        Importance.HIGH,
+        "Name of the worker cluster: workers with the same group.id share connectors "
+        "and tasks; it also prefixes every task's transactional.id.",
+        "cluster",
+    )
+    .define(
+        "client.id",
+        Type.STRING,
+        None,
+        None,
+        Importance.LOW,
+        "client.id of this worker's Kafka clients (optional).",
+        "cluster",
+    )
+    .define(
+        "config.storage.topic",
+        **_topic(
+            "connector and task configurations (one partition; only the "
+            "leader writes it, transactionally)"
+        ),
+    )
+    .define(
+        "offset.storage.topic",
+        **_topic("the source offsets of connectors without an offsets topic of their own"),
+    )
+    .define("status.storage.topic", **_topic("connector and task status"))
+    .define("config.storage.replication.factor", **_replication("config"))
+    .define("offset.storage.replication.factor", **_replication("offsets"))
+    .define("status.storage.replication.factor", **_replication("status"))
+    .define(
+        "offset.storage.partitions",
+        Type.INT,
+        25,
+        Range(at_least=1),
+        Importance.LOW,
+        "Partitions of the offsets topic when the worker creates it.",
+        "internal topics",
+    )
+    .define(
+        "status.storage.partitions",
+        Type.INT,
+        5,
+        Range(at_least=1),
+        Importance.LOW,
+        "Partitions of the status topic when the worker creates it.",
+        "internal topics",
+    )
+    .define(
+        "exactly.once.source.support",
+        Type.STRING,
+        "enabled",
+        OneOf("disabled", "preparing", "enabled"),
+        Importance.HIGH,
+        "enabled: tasks write records and offsets in one transaction and the leader fences "
+        "old task generations; preparing: fencing and transactional config writes only, "
+        "tasks run at-least-once (first step of a rolling upgrade); disabled: "
+        "at-least-once. Must be the same on every worker.",
+        "exactly-once",
+    )
+    .define(
+        "offset.flush.interval.ms",
+        Type.LONG,
+        10000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "Interval of offset flushes of at-least-once tasks, and the commit interval of "
+        "transaction.boundary=interval connectors that set none. 10000, not Connect's "
+        "60000: that equals the producer's default transaction.timeout.ms, so interval "
+        "transactions would time out.",
+        "tasks",
+    )
+    .define(
+        "offset.flush.timeout.ms",
+        Type.LONG,
+        5000,
+        Range(at_least=1),
+        Importance.LOW,
+        "How long an at-least-once offset flush may wait for outstanding records before it "
+        "is given up; exactly-once commits are not bounded by it.",
+        "tasks",
+    )
+    .define(
+        PRODUCER_CLIENT,
+        Type.STRING,
+        "aiokafka",
+        OneOf("aiokafka", "librdkafka"),
+        Importance.MEDIUM,
+        "The Kafka client of the tasks' producers: aiokafka (pure Python, the default) or "
+        "librdkafka (confluent-kafka, the eos[librdkafka] extra: more records per second and "
+        "less CPU per record, see docs/performance.md). A connector may choose its own with "
+        "producer.client. The worker's other clients always use aiokafka.",
+        "tasks",
+    )
+    .define(
+        "task.shutdown.graceful.timeout.ms",
+        Type.LONG,
+        5000,
+        Range(at_least=0),
+        Importance.LOW,
+        "How long tasks get to stop and make their final commit on shutdown before they "
+        "are cancelled.",
+        "tasks",
+    )
+    .define(
+        "session.timeout.ms",
+        Type.INT,
+        10000,
+        Range(at_least=1),
+        Importance.MEDIUM,
+        "A worker that sends no heartbeat for this long is removed from the group. A "
+        "fencing round that takes longer than half of it starts another rebalance when it "
+        "is done (the tasks that waited for it start then).",
+        "group protocol",
+    )
+    .define(
+        "heartbeat.interval.ms",
+        Type.INT,
+        3000,
+        Range(at_least=1),
+        Importance.LOW,
+        "Interval of heartbeats to the group coordinator; must be below session.timeout.ms.",
+        "group protocol",
+    )
+    .define(
+        "rebalance.timeout.ms",
+        Type.INT,
+        60000,
+        Range(at_least=1),
+        Importance.LOW,
+        "How long a rebalance waits for every member to rejoin the group.",
+        "group protocol",
+    )
+    .define(
+        "connect.protocol",
+        Type.STRING,
+        "sessioned",
+        OneOf("eager", "compatible", "sessioned", "cooperative"),
+        Importance.LOW,
+        "Rebalance protocol, with Kafka Connect's names: eager (every member drops all its "
+        "work before rejoining), compatible or sessioned (incremental cooperative: only work "
+        "that moves is revoked; the two differ only in name, since eos signs internal requests "
+        "under every protocol). cooperative is accepted as sessioned. A member offers its "
+        "protocol and the ones below it, so a mixed cluster rebalances in the best style "
+        "every member offers.",
+        "group protocol",
+    )
+    .define(
+        "scheduled.rebalance.max.delay.ms",
+        Type.INT,
+        300000,
+        Range(at_least=0),
+        Importance.LOW,
+        "With assignor=cooperative: how long the work of a member that left is held for it "
+        "to come back before it is given to others.",
+        "group protocol",
+    )
+    .define(
+        "assignor",
+        Type.STRING,
+        "sticky",
+        NonEmpty(),
+        Importance.MEDIUM,
+        "Who runs which connector and task: round-robin, sticky (balanced, moves the least), "
+        "cooperative (sticky, holding a lost member's work for "
+        "scheduled.rebalance.max.delay.ms) or failover (everything on the member with the "
+        "highest worker.priority); or the name of an installed eos.assignors plugin, or a "
+        "class path. Must be the same on every worker.",
+        "group protocol",
+    )
+    .define(
+        "worker.priority",
+        Type.INT,
+        0,
+        None,
+        Importance.LOW,
+        "This worker's priority for assignor=failover: the live worker with the highest "
+        "priority runs everything.",
+        "group protocol",
+    )
+    .define(
+        "failover.settle.ms",
+        Type.INT,
+        10000,
+        Range(at_least=0),
+        Importance.LOW,
+        "With assignor=failover: how long a returning higher-priority worker must have been "
+        "in the group before the work moves back to it.",
+        "group protocol",
+    )
+    .define(
+        "retry.backoff.ms",
+        Type.INT,
+        100,
+        Range(at_least=0),
+        Importance.LOW,
+        "Pause before retrying a failed request to the group coordinator or the leader "
+        "(doubling up to a few seconds where repeated); also the Kafka clients' setting.",
+        "group protocol",
+    )
+    .define(
+        "inter.worker.key.ttl.ms",
+        Type.INT,
+        3600000,
+        Range(at_least=1000),
+        Importance.LOW,
+        "How long the leader keeps a session key for signing internal requests before it "
+        "writes a new one.",
+        "internal requests",
+    )
+    .define(
+        "inter.worker.signature.algorithm",
+        Type.STRING,
+        "HmacSHA256",
+        OneOf("HmacSHA256", "HmacSHA384", "HmacSHA512", case_sensitive=True),
+        Importance.LOW,
+        "The HMAC that signs internal requests between workers.",
+        "internal requests",
+    )
+    .define(
+        "inter.worker.signature.window.ms",
+        Type.INT,
+        60000,
+        Range(at_least=1000),
+        Importance.LOW,
+        "How far a signed internal request's timestamp may be from the receiver's clock "
+        "before the request is refused as stale (keep the workers' clocks in sync).",
+        "internal requests",
+    )
+    .define(
+        "worker.sync.timeout.ms",
+        Type.LONG,
+        30000,
+        Range(at_least=1),
+        Importance.LOW,
+        "How long the worker waits to read the config topic to its end (after joining, "
+        "before starting a task, on a manual restart) before giving up.",
+        "group protocol",
+    )
+    .define(
+        "task.startup.concurrency",
+        Type.INT,
+        64,
+        Range(at_least=1),
+        Importance.LOW,
+        "How many tasks of this worker go through start-up at once (fencing request, "
+        "config read, producer initialisation); the rest wait their turn. Bounds the "
+        "connections and requests a burst of hundreds of task starts opens together.",
+    )
+    .define(
+        "thread.pool.size",
+        Type.INT,
+        8,
+        Range(at_least=1),
+        Importance.LOW,
+        "Threads for the blocking calls of tasks (e.g. Spark reads); calls beyond it wait.",
+    )
+    .define(
+        "listeners",
+        Type.LIST,
+        "http://127.0.0.1:8083",
+        Listeners(),
+        Importance.MEDIUM,
+        "REST API listeners as comma-separated http://HOST:PORT or https://HOST:PORT (TLS: "
+        "listeners.https.ssl.*); the first one is advertised.",
+        "rest",
+    )
+    .define(
+        "rest.advertised.host.name",
+        Type.STRING,
+        None,
+        None,
+        Importance.LOW,
+        "Host name other workers and clients use to reach this worker's REST API "
+        "(default: the first listener's host).",
+        "rest",
+    )
+    .define(
+        "rest.advertised.port",
+        Type.INT,
+        None,
+        Range(at_least=1, at_most=65535),
+        Importance.LOW,
+        "Port other workers and clients use to reach this worker's REST API "
+        "(default: the first listener's port).",
+        "rest",
+    )
+    .define(
+        "rest.max.request.bytes",
+        Type.INT,
+        4 * 1024 * 1024,
+        Range(at_least=1024),
+        Importance.LOW,
+        "Largest request body the REST API accepts (internal requests included); a larger "
+        "one is refused with 413 before it is read.",
+        "rest",
+    )
+    .define(
+        "topic.tracking.enable",
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Record the topics each connector writes to (GET /connectors/{name}/topics); "
+        "false answers that endpoint with 403.",
+        "topic tracking",
+    )
+    .define(
+        "topic.tracking.allow.reset",
+        Type.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Allow PUT /connectors/{name}/topics/reset (403 otherwise).",
+        "topic tracking",
+    )
+    .define(
+        "topic.tracking.refresh.interval.ms",
+        Type.LONG,
+        30000,
+        Range(at_least=100),
+        Importance.LOW,
+        "How often a worker running tasks reads the status topic to learn of topic resets "
+        "made through other workers (its tasks then report those topics again).",
+        "topic tracking",
+    )
+).merged(REST_SECURITY_CONFIG.merged(AUTO_RESTART_WORKER_CONFIG))
 """Every defined worker setting (the table in docs/configuration.md is generated from it)."""
 
 WORKER_PREFIXES: Final = (
@@ -542,8 +538,6 @@ class WorkerConfig:
     """TLS of https listeners and of calls to other workers (docs/security.md)."""
     rest_auth: RestAuth
     """Who authenticates REST requests (docs/security.md)."""
-    auto_restart: AutoRestartPolicy
-    """The worker's automatic restarts (a connector may override them)."""
     raw: Mapping[str, str]
     """The settings as given, every key included."""
 
@@ -600,7 +594,6 @@ class WorkerConfig:
                 v, https=any(url.startswith("https:") for url in v["listeners"])
             ),
             rest_auth=RestAuth.from_values(v),
-            auto_restart=AutoRestartPolicy.of_worker(v),
             raw=dict(props),
         )
 

@@ -208,8 +208,8 @@ class Supervisor:
             if (failure := unit.failure) is not None
         }
         for key, task in self._tasks.items():
-            if task.runner.state is State.FAILED:
-                found[key] = task.runner.failure
+            if task.runner.state is State.FAILED and task.runner.failure is not None:
+                found[key] = task.runner.failure[0]
         for key, error in self._start_failures.items():
             found[key] = error
         return found
@@ -230,8 +230,9 @@ class Supervisor:
             await self._task_status(spec, State.FAILED, str(self._start_failures[key]))
         elif (task := self._tasks.get(key)) is not None:
             runner = task.runner
+            trace = None if runner.failure is None else runner.failure[1]
             if runner.state is not State.UNASSIGNED:  # starting: it reports RUNNING itself
-                await self._task_status(task.spec, runner.state, runner.trace)
+                await self._task_status(task.spec, runner.state, trace)
 
     # ------------------------------------------------------------ Units (tasks)
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.integration.worker_harness import REPO
+from tests.integration.worker_harness import REPO, process_alive, wait_gone
 
 pytestmark = pytest.mark.integration
 
@@ -37,21 +36,6 @@ def jvm_of(output: str) -> int:
     return int(line.split()[1])
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def wait_gone(pid: int, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(pid), f"the JVM {pid} outlived the worker"
-
-
 def test_a_local_session_does_not_warn_about_the_host_name() -> None:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}
     done = subprocess.run(
@@ -63,7 +47,7 @@ def test_a_local_session_does_not_warn_about_the_host_name() -> None:
     output = done.stdout + done.stderr
     assert "resolves to a loopback address" not in output
     assert "Set SPARK_LOCAL_IP" not in output
-    wait_gone(jvm_of(done.stdout), timeout=1)  # the worker stopped it before it exited
+    wait_gone([jvm_of(done.stdout)], 1, "Spark JVM")  # the worker stopped it before it exited
 
 
 def test_the_jvm_dies_with_a_killed_worker() -> None:
@@ -78,10 +62,10 @@ def test_the_jvm_dies_with_a_killed_worker() -> None:
             assert worker.stdout is not None
             lines = [worker.stdout.readline() for _ in range(2)]
             jvm = jvm_of("".join(lines))
-            assert alive(jvm)
+            assert process_alive(jvm)
             worker.kill()
             worker.wait(timeout=10)
-            wait_gone(jvm)
+            wait_gone([jvm], 10, "Spark JVM")
         finally:
             worker.kill()
 

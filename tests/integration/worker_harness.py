@@ -203,6 +203,22 @@ class WorkerProcess:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pids: Sequence[int], timeout: float = 10, what: str = "process") -> None:
+    """Until none of ``pids`` lives; an AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(map(process_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(process_alive, pids)), f"the {what} {pids} outlived the worker"
+
+
 def cluster_worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
     """Worker settings for a cluster test: short session and heartbeat so that
     failures are noticed within seconds."""

@@ -4,7 +4,6 @@ polled, and a restart continues without duplicates or gaps."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
@@ -19,7 +18,7 @@ from eos.kafka import ClientConfig
 from services.connectors.spark import generate_sample_dataset
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_worker import SPARK, log_end, spark_connector, wait_for_ids
-from tests.integration.worker_harness import WorkerProcess, worker_props
+from tests.integration.worker_harness import WorkerProcess, wait_gone, worker_props
 from tests.system.test_crash import run_verify
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(300)]
@@ -106,7 +105,7 @@ async def test_group_sigterm_and_sigint_stop_a_spark_worker_cleanly(
             assert code == 0, worker.tail()
             assert took < graceful + 5, (sig, took)
             assert await log_end(client_config, topic) < SPARK_ROWS, "finished before the signal"
-            await gone(jvms)
+            await anyio.to_thread.run_sync(wait_gone, jvms, 5, "Spark JVM")
         worker.start()
         ids = await wait_for_ids(client_config, topic, SPARK_ROWS, worker, timeout=300)
     finally:
@@ -117,17 +116,3 @@ async def test_group_sigterm_and_sigint_stop_a_spark_worker_cleanly(
         assert bad not in log, worker.tail()
     assert sorted(ids) == list(range(SPARK_ROWS))
     assert max(ids.values()) == 1
-
-
-async def gone(pids: list[int], timeout: float = 5) -> None:
-    with anyio.fail_after(timeout):
-        while any(alive(pid) for pid in pids):  # noqa: ASYNC110 - polls the kernel
-            await anyio.sleep(0.1)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -169,22 +169,17 @@ def test_other_failures_are_restarted(error: BaseException | None) -> None:
 
 
 def test_a_connector_overrides_the_workers_policy() -> None:
-    worker = WorkerConfig.from_properties(
-        {
-            "group.id": "g",
-            "config.storage.topic": "c",
-            "offset.storage.topic": "o",
-            "status.storage.topic": "s",
-            "auto.restart.max.attempts": "5",
-            "auto.restart.backoff.unit.ms": "1000",
-        }
-    ).auto_restart
+    worker = AutoRestartPolicy.of_worker(
+        {"auto.restart.max.attempts": "5", "auto.restart.backoff.unit.ms": "1000"}
+    )
     assert worker == AutoRestartPolicy(True, 5, 1000, 3_600_000)
     own = worker.for_connector({"auto.restart.enabled": "false", "auto.restart.max.attempts": "-1"})
     assert own == AutoRestartPolicy(False, None, 1000, 3_600_000)
     assert worker.for_connector({"auto.restart.backoff.max.ms": "9000"}).backoff_max_ms == 9000
     assert worker.for_connector({"auto.restart.max.attempts": "lots"}) == worker
-    assert SETTINGS.auto_restart == STRIMZI
+    assert AutoRestartPolicy.of_worker(SETTINGS.raw) == STRIMZI
+    with pytest.raises(ConfigError, match=r"auto\.restart\.max\.attempts"):
+        WorkerConfig.from_properties({**SETTINGS.raw, "auto.restart.max.attempts": "-2"})
 
 
 def test_the_book_says_what_the_status_shows() -> None:
@@ -227,11 +222,8 @@ async def test_the_duty_restarts_through_the_restart_path_then_waits_then_gives_
     async with duties() as leader:
         await connector_with_tasks(leader)
         observer = Recorded()
-        shared = replace(
-            leader.shared,
-            settings=replace(SETTINGS, auto_restart=replace(STRIMZI, max_attempts=2)),
-            observer=observer,
-        )
+        settings = replace(SETTINGS, raw={**SETTINGS.raw, "auto.restart.max.attempts": "2"})
+        shared = replace(leader.shared, settings=settings, observer=observer)
         clock = cast(ManualClock, shared.clock)
         book, units = RestartBook(), leader.units
         duty = AutoRestarts(shared, units, leader.reconciler, book)

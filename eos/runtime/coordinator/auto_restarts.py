@@ -58,7 +58,8 @@ class AutoRestarts:
         self._settings, self._state, self._inbox = shared.settings, shared.state, shared.inbox
         self._observer, self._clock = shared.observer, shared.clock
         self._units, self._reconciler, self._book = units, reconciler, book
-        unit_s = self._settings.auto_restart.backoff_unit_ms / 1000
+        self._policy = AutoRestartPolicy.of_worker(self._settings.raw)
+        unit_s = self._policy.backoff_unit_ms / 1000
         self._tick = min(TICK_MAX, max(0.05, unit_s / 4))
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -66,7 +67,9 @@ class AutoRestarts:
         task_status.started()
         while True:
             await anyio.sleep(self._tick)
-            if not self._units.failures() and not self._book.units():
+            assigned = self._state.assigned
+            failed = [unit for unit in self._units.failures() if is_assigned(unit, assigned)]
+            if not failed and not self._book.units():
                 continue
             try:
                 await self._inbox.ask(self.check)
@@ -77,7 +80,7 @@ class AutoRestarts:
 
     def policy(self, name: str) -> AutoRestartPolicy:
         props = self._state.config.connectors.get(name, {})
-        return self._settings.auto_restart.for_connector(props)
+        return self._policy.for_connector(props)
 
     async def check(self) -> None:
         """Decide and act for every unit here that failed or has a record. In the mailbox."""
