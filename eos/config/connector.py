@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import structlog
 
+from eos.config.auto_restart import AUTO_RESTART_CONNECTOR_CONFIG
 from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
@@ -377,7 +378,7 @@ class ConnectorConfig:
         return topic
 
 
-CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig)
+CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig).merged(AUTO_RESTART_CONNECTOR_CONFIG)
 """The framework's connector settings (the table in docs/configuration.md is generated
 from it)."""
 

@@ -17,18 +17,32 @@ Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the sam
 SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
 settings a task needs (:func:`task_session`) never leak into the worker's session.
 
+**The JVM runs in a session (and process group) of its own** (:func:`_jvm_of_its_own`).
+A signal to the worker's whole process group — systemd without ``KillMode=mixed``,
+``timeout``, a terminal's Ctrl-C, many container runtimes — then reaches the worker
+alone, which stops its tasks first and Spark after them; killed first, the JVM would
+fail the running Spark tasks during the stop. It still ends with the worker: PySpark's
+gateway exits when its standard input, a pipe from the worker, closes — at a normal
+exit the worker closes it and waits for the JVM (:func:`_stop_jvm`), and after a
+SIGKILL the kernel closes it.
+
 Every function here blocks: call it through ``resources.run_blocking``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from eos.api import WorkerResources
 from services.connectors.spark.jdbc_drivers import driver_settings
@@ -38,7 +52,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHARED_KEY = "spark.session"
+JVM_EXIT_TIMEOUT = 10.0
+"""Seconds the JVM gets to exit once its standard input is closed (then it is killed)."""
 _lock = threading.Lock()
+log = structlog.get_logger(__name__)
 
 
 class SparkUnavailable(RuntimeError):
@@ -97,6 +114,13 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
     conf = builder_settings(settings)
     check_master_reachable(conf["spark.master"])
     os.environ.update(jvm_environment(conf, os.environ))
+    try:
+        _jvm_of_its_own(conf)
+    except Exception as exc:
+        raise SparkUnavailable(
+            f"Spark's JVM failed to start: {exc}. Check the worker's spark.* settings "
+            "(spark.master, memory) and that Java 17 or 21 is installed"
+        ) from exc
     builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
         conf.pop("spark.app.name")
     )
@@ -144,9 +168,53 @@ def check_master_reachable(master: str, timeout: float = MASTER_CONNECT_TIMEOUT)
     )
 
 
+def _jvm_of_its_own(conf: Mapping[str, str]) -> None:
+    """Start PySpark's JVM (gateway) in a session of its own, with the settings the
+    session is built with, unless one runs in this process already.
+
+    PySpark starts it as the worker's child in the worker's process group (it keeps
+    only SIGINT from it); ``launch_gateway`` takes ``Popen`` arguments, so the JVM is
+    launched here with ``start_new_session`` and handed to ``SparkContext`` as
+    ``_ensure_initialized`` would (the one place that touches PySpark's private class
+    attributes; ``tests/integration/test_spark_session_output.py`` checks the contract)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        spark_conf = SparkConf()  # no JVM yet: a plain mapping, passed as --conf
+        spark_conf.setAll(list(conf.items()))
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"start_new_session": True}
+        )
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+    atexit.register(_stop_jvm, gateway)
+
+
+def _stop_jvm(gateway: Any) -> None:
+    """At the worker's exit: close the JVM's standard input (it exits on that) and wait
+    for it, at most :data:`JVM_EXIT_TIMEOUT` seconds, then kill it."""
+    proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    with contextlib.suppress(OSError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=JVM_EXIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def stop_session(session: SparkSession) -> None:
     session.stop()
     forget_deleted_jars()
+    log.info("spark session stopped")
 
 
 def forget_deleted_jars() -> None:
