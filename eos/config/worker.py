@@ -700,9 +700,9 @@ def _warn_about_ignored(props: Mapping[str, str], reserved: tuple[str, ...]) -> 
 
 
 def _is_client_setting(key: str) -> bool:
-    from eos.kafka.clients import _COMMON, _SSL_KEYS
+    from eos.kafka.clients import is_client_setting
 
-    return key in _COMMON or key in _SSL_KEYS
+    return is_client_setting(key)
 
 
 def docs_table(definition: ConfigDef = WORKER_CONFIG) -> str:
