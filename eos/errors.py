@@ -17,6 +17,7 @@ that *this instance* has been superseded (``zombie``)::
     │   ├── TransactionTimedOut      the broker aborted a transaction that stayed open too long
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
+    ├── AccessDenied                 the brokers refused an operation: the ACLs that are missing
     ├── TopicError                   an internal topic exists with the wrong layout
     ├── NotFoundError                a connector or task does not exist (REST 404)
     ├── ConflictError                the request raced a change of the cluster (REST 409)
@@ -31,7 +32,7 @@ status; only :class:`RetriableError` subclasses are retried.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 
 class EosError(Exception):
@@ -125,6 +126,15 @@ class FencingError(EosError):
         self.failures = dict(failures)
         detail = "; ".join(f"{tid}: {msg}" for tid, msg in sorted(self.failures.items()))
         super().__init__(f"could not fence {len(self.failures)} transactional id(s): {detail}")
+
+
+class AccessDenied(EosError):
+    """The brokers refused an operation eos needs. ``acls`` lists what is missing (each an
+    :class:`eos.kafka.acls.Acl`); the message has one line per ACL saying how to grant it."""
+
+    def __init__(self, message: str, acls: Sequence[object]) -> None:
+        self.acls = list(acls)
+        super().__init__(message)
 
 
 class TopicError(EosError):

@@ -135,6 +135,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", type=Path, default=None)
     run.set_defaults(func=_run)
 
+    from services.acls_cli import add_command as acls_command
+
+    acls_command(sub)
+
     from services.client.commands import add_commands
 
     add_commands(sub)

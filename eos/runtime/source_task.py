@@ -57,6 +57,7 @@ from eos.storage.offset_log import CombinedOffsetReader, OffsetBatch
 
 StatusSink = Callable[[State, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
+Explain = Callable[[BaseException], Awaitable[BaseException]]
 
 OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
 """Receives the offset records of each commit (the offset mirror); must not block."""
@@ -120,6 +121,9 @@ class TaskDeps:
     batch_size: int = 262144
     """The producer's ``batch.size`` unless the user set one (sized by the worker from
     its task count: docs/sizing.md)."""
+    explain: Explain | None = None
+    """Turns a failure into the error the status shows (an authorization error becomes
+    the ACLs that are missing: :func:`eos.acls.denied.explain`)."""
 
 
 @dataclass
@@ -489,6 +493,8 @@ class SourceTaskRunner(ABC):
             await self.deps.status(state, trace)
 
     async def _fail(self, exc: BaseException) -> None:
+        if self.deps.explain is not None:
+            exc = await self.deps.explain(exc)
         trace = "".join(traceback.format_exception(exc))
         self.log.error("task failed", error=str(exc))
         await self._set_state(State.FAILED, f"{exc}\n\n{trace}")

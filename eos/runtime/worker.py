@@ -24,6 +24,8 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
+from eos.acls.denied import check_worker_access, explain
+from eos.acls.rules import output_topics
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.errors import (
@@ -170,6 +172,7 @@ class Worker:
 
     async def _run(self, task_status: TaskStatus[None]) -> None:
         await self._create_internal_topics()
+        await check_worker_access(self.settings)  # every missing ACL named (docs/security.md)
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.config_log)
             await stack.enter_async_context(self.status_log)
@@ -529,6 +532,7 @@ class Worker:
             clock=self.clock,
             startup_slots=self._startup_slots,
             batch_size=producer_batch_size(len(self._tasks) + 1),
+            explain=partial(explain, s, {spec.connector: props}, output_topics),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)

@@ -1,0 +1,186 @@
+"""An authorization error, said in the terms of docs/security.md's ACL table.
+
+When the brokers refuse eos something (``TopicAuthorizationFailed``,
+``TransactionalIdAuthorizationFailed``, ``GroupAuthorizationFailed``,
+``ClusterAuthorizationFailed``, from aiokafka or librdkafka, or a fencing round refused),
+:func:`explain` finds the ACLs that are missing: it takes the ACLs of the plan
+(:mod:`eos.acls.rules`) on the kind of resource that was refused and asks the brokers which of
+them each principal really has (topics and groups: KIP-430's authorized operations;
+transactional ids and the cluster cannot be asked, so the refused one is named). The
+answer is an :class:`~eos.errors.AccessDenied` with one line per missing ACL: the principal,
+the operation, the resource (type, name, pattern), why eos needs it, and the command that
+grants it. :func:`check_worker_access` asks the same at a worker's start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Final
+
+import structlog
+from aiokafka import errors as kerrors
+
+from eos.acls.rules import OutputTopics, Planned, client_config_of, plan
+from eos.config.worker import WorkerConfig
+from eos.errors import AccessDenied, FencingError
+from eos.kafka.acls import Acl, kafka_acls_command
+from eos.kafka.authorized import Authorized, authorized_operations
+
+log = structlog.get_logger(__name__)
+
+_ERRORS: Final = {
+    kerrors.TopicAuthorizationFailedError: "Topic",
+    kerrors.GroupAuthorizationFailedError: "Group",
+    kerrors.ClusterAuthorizationFailedError: "Cluster",
+    kerrors.TransactionalIdAuthorizationFailed: "TransactionalId",
+}
+_CODES: Final = {29: "Topic", 30: "Group", 31: "Cluster", 53: "TransactionalId"}
+_NAMES: Final = {
+    "TopicAuthorization": "Topic",
+    "TOPIC_AUTHORIZATION_FAILED": "Topic",
+    "GroupAuthorization": "Group",
+    "GROUP_AUTHORIZATION_FAILED": "Group",
+    "ClusterAuthorization": "Cluster",
+    "CLUSTER_AUTHORIZATION_FAILED": "Cluster",
+    "TransactionalIdAuthorization": "TransactionalId",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "TransactionalId",
+}
+GRANT: Final = "eos acls grant <worker file> --command-config <an operator's client settings>"
+
+
+def line(acl: Acl, bootstrap: str) -> str:
+    """One actionable line for a missing ACL."""
+    return (
+        f"not authorized: {acl.principal} needs {acl.describe()} ({acl.why}); grant it with "
+        f"`{GRANT}` or `{kafka_acls_command(acl, bootstrap)}`"
+    )
+
+
+def denied(acls: Iterable[Acl], bootstrap: str) -> AccessDenied:
+    """One line per missing ACL (one ACL needed for several reasons: one line with all)."""
+    whys: dict[tuple[str, ...], list[str]] = {}
+    unique: dict[tuple[str, ...], Acl] = {}
+    for acl in acls:
+        unique.setdefault(acl.key, acl)
+        reasons = whys.setdefault(acl.key, [])
+        if acl.why not in reasons:
+            reasons.append(acl.why)
+    merged = sorted(replace(acl, why="; ".join(whys[key])) for key, acl in unique.items())
+    return AccessDenied("\n".join(line(acl, bootstrap) for acl in merged), merged)
+
+
+def refused(exc: BaseException) -> dict[str, set[str]]:
+    """The kinds of resource the brokers refused in ``exc`` (its causes and groups
+    included), each with the names the errors mention."""
+    found: dict[str, set[str]] = {}
+    for error in _chain(exc):
+        kind = _kind(error)
+        if kind is None:
+            continue
+        names = found.setdefault(kind, set())
+        if isinstance(error, FencingError):
+            names.update(tid for tid, why in error.failures.items() if "authoriz" in why.lower())
+        elif isinstance(error, kerrors.KafkaError) and error.args:
+            names.update(str(a) for a in error.args if isinstance(a, str) and " " not in a)
+    return found
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        pending.extend(a for a in current.args if isinstance(a, BaseException))
+
+
+def _kind(error: BaseException) -> str | None:
+    for cls, kind in _ERRORS.items():
+        if isinstance(error, cls):
+            return kind
+    if isinstance(error, FencingError):
+        refused_ids = any("authoriz" in why.lower() for why in error.failures.values())
+        return "TransactionalId" if refused_ids else None
+    code = getattr(error, "code", None)
+    if callable(code):  # librdkafka's KafkaError
+        try:
+            return _CODES.get(int(code()))
+        except (TypeError, ValueError):
+            return None
+    text = str(error)
+    return next((kind for name, kind in _NAMES.items() if name in text), None)
+
+
+async def explain(
+    worker: WorkerConfig,
+    connectors: Mapping[str, Mapping[str, str]],
+    output_topics: OutputTopics,
+    exc: BaseException,
+) -> BaseException:
+    """``exc`` as an :class:`AccessDenied` naming the missing ACLs, if it is an
+    authorization error and the brokers confirm what is missing; else ``exc``."""
+    kinds = refused(exc)
+    if not kinds:
+        return exc
+    try:
+        found = plan(worker, connectors, output_topics)
+        candidates = [p for p in found.acls if p.acl.resource in kinds]
+        candidates = [p for p in candidates if _named(p.acl, kinds[p.acl.resource])]
+        missing = await _missing(candidates, kinds)
+    except Exception as error:  # the explanation must never hide the failure
+        log.warning("authorization error not explained", error=repr(error))
+        return exc
+    if not missing:
+        return exc
+    explained = denied(missing, ",".join(worker.bootstrap_servers))
+    explained.__cause__ = exc
+    return explained
+
+
+def _named(acl: Acl, names: set[str]) -> bool:
+    if not names or acl.resource in ("Topic", "Group"):
+        return True  # topics and groups are asked about; the others must match the name
+    if acl.pattern == "PREFIXED":
+        return any(name.startswith(acl.name) for name in names)
+    return acl.name in names
+
+
+async def _missing(candidates: list[Planned], kinds: Mapping[str, set[str]]) -> list[Acl]:
+    by_principal: dict[str, list[Planned]] = {}
+    for planned in candidates:
+        by_principal.setdefault(planned.acl.principal, []).append(planned)
+    missing: list[Acl] = []
+    for planned_acls in by_principal.values():
+        topics = {p.acl.name for p in planned_acls if p.acl.resource == "Topic"}
+        groups = {p.acl.name for p in planned_acls if p.acl.resource == "Group"}
+        access = Authorized()
+        if topics or groups:
+            config = client_config_of(planned_acls[0])
+            access = await authorized_operations(config, topics, next(iter(groups), None))
+        missing += [p.acl for p in planned_acls if not _granted(p.acl, access, kinds)]
+    return missing
+
+
+def _granted(acl: Acl, access: Authorized, kinds: Mapping[str, set[str]]) -> bool:
+    if acl.resource in ("Topic", "Group"):
+        if acl.operation == "Create":
+            return acl.name not in access.missing  # needed only while the topic is missing
+        return acl.operation in access.allowed(acl.resource, acl.name)
+    return acl.resource not in kinds  # cannot be asked: the refused kind is what is missing
+
+
+async def check_worker_access(worker: WorkerConfig) -> None:
+    """At start-up, after the internal topics exist: raise :class:`AccessDenied` naming
+    every topic and group ACL the workers' principals lack (docs/security.md)."""
+    found = plan(worker, {}, lambda props: None)
+    candidates = [p for p in found.acls if p.acl.resource in ("Topic", "Group")]
+    missing = await _missing(candidates, {})
+    if missing:
+        raise denied(missing, ",".join(worker.bootstrap_servers))
