@@ -23,6 +23,7 @@ import anyio
 
 from eos.acls.rules import Plan, output_topics, plan
 from eos.config.files import load_config_file
+from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
 from eos.kafka.acls import create_acls, describe_acls, kafka_acls_command
 from eos.kafka.authorized import authorized_operations
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     }
     if not connectors:
         connectors = anyio.run(_cluster_connectors, worker, admin, args.connector)
+    providers = ConfigProviders.from_worker(worker.raw)  # a principal may be in ${file:…}
+    connectors = {name: providers.resolve(props) for name, props in connectors.items()}
     found = plan(worker, connectors, output_topics)
     if args.action == "plan":
         _print_plan(found)

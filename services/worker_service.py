@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from eos.acls.denied import explain
 from eos.acls.rules import output_topics
 from eos.config.files import load_config_file
+from eos.config.providers import PROVIDERS, resolve_worker_file
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError, EosError
 from eos.kafka.login import check_login
@@ -44,9 +45,11 @@ log = structlog.get_logger(__name__)
 
 
 def worker_settings(props: Mapping[str, str]) -> WorkerConfig:
-    """Parse worker settings, with the prefixes that plugins and this service reserve."""
+    """Parse worker settings (variables resolved by the file's own config providers), with
+    the prefixes that plugins and this service reserve."""
     return WorkerConfig.from_properties(
-        props, reserved=(*reserved_worker_prefixes(), METRICS_PREFIX)
+        resolve_worker_file(props),
+        reserved=(*reserved_worker_prefixes(), METRICS_PREFIX, PROVIDERS),
     )
 
 

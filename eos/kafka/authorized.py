@@ -181,10 +181,11 @@ def operations(bits: int) -> frozenset[str]:
 class Authorized:
     """Operations per (resource type, name); topics that do not exist are in ``missing``."""
 
-    operations: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    operations: dict[tuple[str, str], frozenset[str] | None] = field(default_factory=dict)
+    """None: the brokers could not say (e.g. the group's coordinator is not ready yet)."""
     missing: set[str] = field(default_factory=set)
 
-    def allowed(self, resource: str, name: str) -> frozenset[str]:
+    def allowed(self, resource: str, name: str) -> frozenset[str] | None:
         return self.operations.get((resource, name), frozenset())
 
 
@@ -213,14 +214,16 @@ async def authorized_operations(
     return found
 
 
-async def _group_operations(client: Any, group: str) -> frozenset[str]:
+async def _group_operations(client: Any, group: str) -> frozenset[str] | None:
     try:
         node = await client.coordinator_lookup(CoordinationType.GROUP, group)
     except kerrors.GroupAuthorizationFailedError:
         return frozenset()  # not even Describe
+    except kerrors.KafkaError:
+        return None  # no coordinator yet (a new cluster): the group is not checked
     described: Any = await client.send(node, AuthorizedGroup(group))
     for error, _, _, _, _, _, bits in described.groups:
         if error == kerrors.GroupAuthorizationFailedError.errno:
             return frozenset()
-        return operations(bits)
-    return frozenset()
+        return operations(bits) if bits != NOT_REQUESTED else None
+    return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import anyio
@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from eos.acls.denied import check_worker_access, explain
 from eos.acls.rules import output_topics
 from eos.config.connector import ConnectorConfig
+from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
 from eos.errors import (
     ConflictError,
@@ -148,6 +149,7 @@ class Worker:
         )
         self.coordinator.rejoin = self.membership
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
+        self.providers = ConfigProviders.from_worker(s.raw)
         self.kafka_cluster_id: str | None = None
         self._connectors: dict[str, _ConnectorUnit] = {}
         self._tasks: dict[tuple[str, int], _TaskUnit] = {}
@@ -381,7 +383,10 @@ class Worker:
 
     def problems(self, props: Mapping[str, str]) -> dict[str, list[str]]:
         """Every setting of the framework and the connector → its problems (often none),
-        for this worker's settings (e.g. its exactly-once mode)."""
+        for this worker's settings (e.g. its exactly-once mode); variables resolved."""
+        return self.providers.checked(props, self._problems)
+
+    def _problems(self, props: Mapping[str, str]) -> dict[str, list[str]]:
         try:
             connector = connector_class(props.get("connector.class", ""))()
         except PluginError as exc:
@@ -433,7 +438,8 @@ class Worker:
         if self._stop.is_set():  # shutting down: queued coordinator calls start nothing
             return
         try:
-            config = ConnectorConfig.from_properties(props, self.settings)
+            resolved = self.providers.resolve(props)  # config providers: ${file:…} etc.
+            config = ConnectorConfig.from_properties(resolved, self.settings)
             connector = connector_class(config.connector_class)()
         except Exception as exc:
             self.log.error("connector cannot start", connector=name, error=str(exc))
@@ -443,9 +449,9 @@ class Worker:
         actor = ConnectorActor(
             name,
             connector,
-            props,
+            resolved,
             config.tasks_max,
-            on_task_configs=self.coordinator.submit_task_configs,
+            on_task_configs=task_configs_sink(props, self.coordinator.submit_task_configs),
             status=partial(self._connector_status, name),
             retry_backoff=self.settings.retry_backoff_ms / 1000,
         )
@@ -502,6 +508,8 @@ class Worker:
 
     def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
         s = self.settings
+        spec = replace(spec, config=self.providers.resolve(spec.config))  # ${file:…} etc.
+        props = self.providers.resolve(props)
         config = ConnectorConfig.from_properties(props, s)
         task = connector_class(config.connector_class)().task_class()()
         client = config.client_config(s)

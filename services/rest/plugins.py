@@ -27,6 +27,7 @@ from eos.runtime.converters import CONVERTERS
 from eos.runtime.plugins import available_connectors, connector_class
 from eos.runtime.worker import Worker
 from services.rest.errors import guard, json_object
+from services.rest.hidden import hidden
 
 
 def _plugin(name: str) -> type[SourceConnector]:
@@ -79,7 +80,8 @@ async def validate(request: Request) -> Response:
     props.setdefault("connector.class", _class_path(cls))
     problems = worker.problems(props)
     keys = CONNECTOR_CONFIG.merged(cls().config_def())
-    return JSONResponse(_validation(_class_path(cls), keys, props, problems))
+    shown = hidden(props, props["connector.class"])
+    return JSONResponse(_validation(_class_path(cls), keys, shown, problems))
 
 
 def _validation(
