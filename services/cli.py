@@ -139,6 +139,10 @@ def parser() -> argparse.ArgumentParser:
 
     acls_command(sub)
 
+    from services.transactions_cli import add_command as transactions_command
+
+    transactions_command(sub)
+
     from services.client.commands import add_commands
 
     add_commands(sub)

@@ -438,6 +438,16 @@ WORKER_CONFIG: Final = (
         "rest",
     )
     .define(
+        "lso.check.interval.ms",
+        Type.LONG,
+        10000,
+        Range(at_least=100),
+        Importance.LOW,
+        "How often the worker reads the high watermark and last stable offset of the "
+        "partitions its tasks write, for eos_worker_output_lso_* (docs/transactions.md).",
+        "metrics",
+    )
+    .define(
         "topic.tracking.enable",
         Type.BOOLEAN,
         True,
@@ -468,6 +478,8 @@ WORKER_CONFIG: Final = (
     )
 ).merged(REST_SECURITY_CONFIG)
 """Every defined worker setting (the table in docs/configuration.md is generated from it)."""
+
+LSO_CHECK_INTERVAL: Final = WORKER_CONFIG.keys["lso.check.interval.ms"]
 
 WORKER_PREFIXES: Final = (
     "producer.",

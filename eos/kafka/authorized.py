@@ -86,8 +86,9 @@ class AuthorizedMetadata(Request[MetadataRequest_v8]):  # type: ignore[misc]
 
     API_KEY = 3
 
-    def __init__(self, topics: Sequence[str]) -> None:
-        self.topics = list(topics)
+    def __init__(self, topics: Sequence[str] | None) -> None:
+        self.topics = None if topics is None else list(topics)
+        """None: every topic."""
 
     def build(self, request_struct_class: type[MetadataRequest_v8]) -> MetadataRequest_v8:
         return request_struct_class(self.topics, False, False, True)

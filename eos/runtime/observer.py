@@ -11,6 +11,7 @@ aborted the open transaction), ``shutdown`` (a stop could not commit).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -95,6 +96,11 @@ class WorkerObserver(Protocol):
     def thread_pool(self, busy: int, queued: int) -> None:
         """Blocking-call pool (Spark reads): threads in use and calls waiting."""
 
+    def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        """Per output partition of this worker's tasks: (records its last stable offset is
+        behind its high watermark, seconds it has stayed behind without moving). A partition
+        left out is no longer watched."""
+
 
 def rebalanced(generation: int, leader: bool, **details: object) -> Rebalanced:
     """A :class:`Rebalanced` with neutral details (tests, demos)."""
@@ -161,4 +167,7 @@ class NullObserver:
         pass
 
     def thread_pool(self, busy: int, queued: int) -> None:
+        pass
+
+    def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
         pass

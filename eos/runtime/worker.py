@@ -25,10 +25,10 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from eos.acls.denied import check_worker_access, explain
-from eos.acls.rules import output_topics
+from eos.acls.rules import output_topics as declared_topics
 from eos.config.connector import ConnectorConfig
 from eos.config.providers import ConfigProviders, task_configs_sink
-from eos.config.worker import WorkerConfig
+from eos.config.worker import LSO_CHECK_INTERVAL, WorkerConfig
 from eos.errors import (
     ConflictError,
     EosError,
@@ -51,6 +51,7 @@ from eos.runtime.converters import make_converter
 from eos.runtime.coordinator import ClusterView, Coordinator
 from eos.runtime.exactly_once_task import ExactlyOnceTask
 from eos.runtime.leader_client import LeaderClient
+from eos.runtime.lso_monitor import LsoMonitor, output_topics
 from eos.runtime.membership import Membership, MembershipSettings
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
@@ -150,6 +151,18 @@ class Worker:
         self.coordinator.rejoin = self.membership
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
         self.providers = ConfigProviders.from_worker(s.raw)
+        self.lso = LsoMonitor(
+            client,
+            self.observer,
+            lambda: output_topics(
+                {c for c, _ in self._tasks},
+                self.config_log.snapshot.connectors,
+                self.status_log,
+                declared_topics,
+            ),
+            interval=LSO_CHECK_INTERVAL.parse(s.raw.get(LSO_CHECK_INTERVAL.name)) / 1000,
+            clock=self.clock,
+        )
         self.kafka_cluster_id: str | None = None
         self._connectors: dict[str, _ConnectorUnit] = {}
         self._tasks: dict[tuple[str, int], _TaskUnit] = {}
@@ -185,6 +198,7 @@ class Worker:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 await tg.start(self.mirror.run)
+                tg.start_soon(self.lso.run)
                 await tg.start(self.coordinator.run)
                 membership = anyio.CancelScope()
                 tg.start_soon(self._run_in_scope, membership, self.membership.run)
@@ -540,7 +554,7 @@ class Worker:
             clock=self.clock,
             startup_slots=self._startup_slots,
             batch_size=producer_batch_size(len(self._tasks) + 1),
-            explain=partial(explain, s, {spec.connector: props}, output_topics),
+            explain=partial(explain, s, {spec.connector: props}, declared_topics),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)
