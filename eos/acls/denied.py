@@ -22,10 +22,12 @@ import structlog
 from aiokafka import errors as kerrors
 
 from eos.acls.rules import OutputTopics, Planned, client_config_of, plan
+from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
-from eos.errors import AccessDenied, FencingError
+from eos.errors import AccessDenied, ConfigError, FencingError
 from eos.kafka.acls import Acl, kafka_acls_command
 from eos.kafka.authorized import Authorized, authorized_operations
+from eos.kafka.login import check_login
 
 log = structlog.get_logger(__name__)
 
@@ -128,7 +130,7 @@ async def explain(
     authorization error and the brokers confirm what is missing; else ``exc``."""
     kinds = refused(exc)
     if not kinds:
-        return exc
+        return await _login_refused(exc, worker, connectors) or exc
     try:
         found = plan(worker, connectors, output_topics)
         candidates = [p for p in found.acls if p.acl.resource in kinds]
@@ -142,6 +144,37 @@ async def explain(
     explained = denied(missing, ",".join(worker.bootstrap_servers))
     explained.__cause__ = exc
     return explained
+
+
+async def _login_refused(
+    exc: BaseException, worker: WorkerConfig, connectors: Mapping[str, Mapping[str, str]]
+) -> BaseException | None:
+    """A connector's client that could not connect: its refused login named (its own
+    ``producer.override.sasl.jaas.config`` …), if that is why."""
+    if not any(_unreachable(e) for e in _chain(exc)):
+        return None
+    for name, props in connectors.items():
+        config = ConnectorConfig.from_properties({**props, "name": name}, worker)
+        for role in ("producer", "consumer", "admin"):
+            try:
+                await check_login(config.client_config(worker), role)
+            except ConfigError as login:
+                key = f"{role}.override.{login.key}"
+                refused_login = ConfigError(
+                    key if key in props else login.key, login.value, login.allowed
+                )
+                refused_login.__cause__ = exc
+                return refused_login
+            except Exception:  # unreachable for another reason: the failure says so itself
+                return None
+    return None
+
+
+def _unreachable(error: BaseException) -> bool:
+    if isinstance(error, kerrors.KafkaConnectionError | kerrors.NoBrokersAvailable):
+        return True
+    code = getattr(error, "code", None)
+    return callable(code) and code() in (-169, -195)  # librdkafka _AUTHENTICATION, _TRANSPORT
 
 
 def _named(acl: Acl, names: set[str]) -> bool:
