@@ -19,7 +19,7 @@ def _dev_kafka(args: argparse.Namespace) -> int:
     kafka = dev_kafka.DevKafka(args.data_dir)
     if args.action == "start":
         try:
-            state = kafka.start(args.brokers, args.port, security=args.security)
+            state = kafka.start(args.brokers, args.port, security=args.security, users=args.user)
         except dev_kafka.AlreadyRunning as already:
             print(str(already))
             return 0
@@ -114,6 +114,10 @@ def parser() -> argparse.ArgumentParser:
         help="sasl-scram, sasl-ssl or mtls: authentication, TLS and ACLs (default none)",
     )
     dk.add_argument("--password", default=None, help="user add: the password (default: random)")
+    dk.add_argument(
+        "--user", action="append", default=[], metavar="NAME",
+        help="start: a user to have from the start, PLAIN included (repeatable)",
+    )  # fmt: skip
     dk.add_argument("--port", type=int, default=9092, help="first client port; 0 = free ports")
     dk.add_argument("--data-dir", type=Path, default=None, help="default $EOS_CACHE_DIR/dev-kafka")
     dk.set_defaults(func=_dev_kafka)

@@ -29,7 +29,7 @@ import string
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -226,10 +226,12 @@ class DevKafka:
         port: int = 9092,
         *,
         security: str = "none",
+        users: Sequence[str] = (),
         timeout: float = 180.0,
     ) -> ClusterState:
         """Start ``brokers`` nodes, or raise if this data dir already runs a cluster.
-        ``security``: one of :data:`~services.dev_kafka_security.MODES`."""
+        ``security``: one of :data:`~services.dev_kafka_security.MODES`; ``users``: users
+        to have from the start (PLAIN users too)."""
         if brokers < 1:
             raise DevKafkaError(f"--brokers must be at least 1, not {brokers}")
         check_mode(security)
@@ -247,7 +249,10 @@ class DevKafka:
         ):
             state = self._layout(brokers, port, security)
         self._check_ports_free(state)
-        self.security(state).prepare()
+        secured = self.security(state)
+        secured.prepare()
+        for user in users:
+            secured.register(user)
         for node in state.nodes:
             self._render(state, node)
             self._format(state, node, libs)
@@ -256,6 +261,10 @@ class DevKafka:
         state.save()
         try:
             anyio.run(_wait_ready, state, timeout)
+            if users and secured.sasl:  # storage formatted before: SCRAM users added now
+                from services.dev_kafka_users import add_scram_users
+
+                anyio.run(add_scram_users, secured, state.bootstrap, users)
         except BaseException:
             self.stop()
             raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -120,6 +121,11 @@ async def add_scram_user(admin: ClientConfig, user: str, password: str) -> None:
                     raise DevKafkaError(f"could not add user {name}: {detail}")
     finally:
         await client.close()
+
+
+async def add_scram_users(security: Security, bootstrap: str, users: Sequence[str]) -> None:
+    for user in users:
+        await add_scram_user(security.client_config(bootstrap), user, security.users()[user])
 
 
 async def add_user(

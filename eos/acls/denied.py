@@ -72,6 +72,10 @@ def denied(acls: Iterable[Acl], bootstrap: str) -> AccessDenied:
     return AccessDenied("\n".join(line(acl, bootstrap) for acl in merged), merged)
 
 
+FENCING: Final = "fencing"
+"""A key of :func:`refused`'s answer: the refused transactional ids were being fenced."""
+
+
 def refused(exc: BaseException) -> dict[str, set[str]]:
     """The kinds of resource the brokers refused in ``exc`` (its causes and groups
     included), each with the names the errors mention."""
@@ -82,6 +86,7 @@ def refused(exc: BaseException) -> dict[str, set[str]]:
             continue
         names = found.setdefault(kind, set())
         if isinstance(error, FencingError):
+            found[FENCING] = set()
             names.update(tid for tid, why in error.failures.items() if "authoriz" in why.lower())
         elif isinstance(error, kerrors.KafkaError) and error.args:
             names.update(str(a) for a in error.args if isinstance(a, str) and " " not in a)
@@ -135,6 +140,7 @@ async def explain(
         found = plan(worker, connectors, output_topics)
         candidates = [p for p in found.acls if p.acl.resource in kinds]
         candidates = [p for p in candidates if _named(p.acl, kinds[p.acl.resource])]
+        candidates = [p for p in candidates if _who(p, kinds, bool(connectors))]
         missing = await _missing(candidates, kinds)
     except Exception as error:  # the explanation must never hide the failure
         log.warning("authorization error not explained", error=repr(error))
@@ -175,6 +181,18 @@ def _unreachable(error: BaseException) -> bool:
         return True
     code = getattr(error, "code", None)
     return callable(code) and code() in (-169, -195)  # librdkafka _AUTHENTICATION, _TRANSPORT
+
+
+def _who(planned: Planned, kinds: Mapping[str, set[str]], task: bool) -> bool:
+    """Transactional ids cannot be asked about: keep the client that was refused — the
+    fencing admin client, a task's producer, or (at start-up) the leader's writer."""
+    if planned.acl.resource != "TransactionalId" or kinds["TransactionalId"]:
+        return True
+    if FENCING in kinds:
+        return planned.rule.layer == "admin"
+    if task:
+        return planned.rule.scope == "connector"
+    return "{connector}" not in planned.rule.name
 
 
 def _named(acl: Acl, names: set[str]) -> bool:

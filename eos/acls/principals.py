@@ -29,11 +29,13 @@ def principal_of(props: Mapping[str, str]) -> str:
 
 
 def _certificate_chain(security: Security) -> bytes | None:
-    inline = security.props.get("ssl.keystore.certificate.chain")
-    if inline:
-        return inline.encode()
+    """The client certificate the clients present: a file before inline PEM (as
+    :meth:`~eos.kafka.client_security.Security.ssl_context` loads them)."""
     store = security.keystore()
-    return Path(store[1]).read_bytes() if store else None
+    if store is not None:
+        return Path(store[1]).read_bytes()
+    inline = security.props.get("ssl.keystore.certificate.chain")
+    return inline.encode() if inline else None
 
 
 def _common_name(pem: bytes) -> str:

@@ -12,9 +12,10 @@ librdkafka alike, by Kafka's property names:
   ``ssl.cafile``) or ``ssl.truststore.certificates``; the client certificate for mutual TLS
   in ``ssl.keystore.location`` (type ``PEM``: the certificate chain and the key in one file)
   or ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``, or eos's ``ssl.certfile`` +
-  ``ssl.keyfile``; the key's password in ``ssl.key.password`` (alias ``ssl.password``);
-  ``ssl.endpoint.identification.algorithm`` (``https``, the default, checks the broker's
-  host name; empty does not).
+  ``ssl.keyfile`` (a file wins over inline PEM: a connector's ``producer.override.ssl.certfile``
+  over the worker's inline certificate); the key's password in ``ssl.key.password`` (alias
+  ``ssl.password``); ``ssl.endpoint.identification.algorithm`` (``https``, the default,
+  checks the broker's host name; empty does not).
 
 Java keystores (``JKS``, ``PKCS12``) are refused with one line saying how to turn them
 into PEM: both Python clients read PEM only. Every problem raises

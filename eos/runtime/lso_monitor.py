@@ -128,10 +128,12 @@ class LsoMonitor:
         self, high: AIOKafkaConsumer, stable: AIOKafkaConsumer, topics: set[str]
     ) -> None:
         try:
+            # aiokafka's consumer has no public "describe these topics"; its client does.
+            cluster = await high._client.fetch_all_metadata()
             partitions = [
                 TopicPartition(topic, index)
                 for topic in sorted(topics)
-                for index in sorted(await high.partitions_for_topic(topic) or ())
+                for index in sorted(cluster.partitions_for_topic(topic) or ())
             ]
             ends = await high.end_offsets(partitions)
             stables = await stable.end_offsets(partitions)

@@ -121,7 +121,7 @@ def test_authorization_errors_are_recognised_wherever_they_hide() -> None:
     sent.__cause__ = kerrors.TopicAuthorizationFailedError("orders")
     assert refused(ExceptionGroup("x", [sent])) == {"Topic": {"orders"}}
     fenced = FencingError({"G-c-0": "not authorized: grant …"})
-    assert refused(fenced) == {"TransactionalId": {"G-c-0"}}
+    assert refused(fenced) == {"TransactionalId": {"G-c-0"}, "fencing": set()}
     assert refused(kerrors.GroupAuthorizationFailedError()) == {"Group": set()}
     assert refused(ValueError("no")) == {}
 
