@@ -232,8 +232,8 @@ async def read_committed(
             auto_offset_reset="earliest",
             client_id="eos-verify",
         )
-        await consumer.start()
         try:
+            await consumer.start()  # in the try: a timeout during start still stops it
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             while True:

@@ -14,8 +14,7 @@ grants it. :func:`check_worker_access` asks the same at a worker's start-up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 import structlog
@@ -24,8 +23,8 @@ from aiokafka import errors as kerrors
 from eos.acls.rules import OutputTopics, Planned, client_config_of, plan
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
-from eos.errors import AccessDenied, ConfigError, FencingError
-from eos.kafka.acls import Acl, kafka_acls_command
+from eos.errors import ConfigError, FencingError
+from eos.kafka.acls import Acl, denied, without_implied
 from eos.kafka.authorized import Authorized, authorized_operations
 from eos.kafka.login import check_login
 
@@ -48,30 +47,6 @@ _NAMES: Final = {
     "TransactionalIdAuthorization": "TransactionalId",
     "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "TransactionalId",
 }
-GRANT: Final = "eos acls grant <worker file> --command-config <an operator's client settings>"
-
-
-def line(acl: Acl, bootstrap: str) -> str:
-    """One actionable line for a missing ACL."""
-    return (
-        f"not authorized: {acl.principal} needs {acl.describe()} ({acl.why}); grant it with "
-        f"`{GRANT}` or `{kafka_acls_command(acl, bootstrap)}`"
-    )
-
-
-def denied(acls: Iterable[Acl], bootstrap: str) -> AccessDenied:
-    """One line per missing ACL (one ACL needed for several reasons: one line with all)."""
-    whys: dict[tuple[str, ...], list[str]] = {}
-    unique: dict[tuple[str, ...], Acl] = {}
-    for acl in acls:
-        unique.setdefault(acl.key, acl)
-        reasons = whys.setdefault(acl.key, [])
-        if acl.why not in reasons:
-            reasons.append(acl.why)
-    merged = sorted(replace(acl, why="; ".join(whys[key])) for key, acl in unique.items())
-    return AccessDenied("\n".join(line(acl, bootstrap) for acl in merged), merged)
-
-
 FENCING: Final = "fencing"
 """A key of :func:`refused`'s answer: the refused transactional ids were being fenced."""
 
@@ -216,13 +191,19 @@ async def _missing(candidates: list[Planned], kinds: Mapping[str, set[str]]) -> 
             config = client_config_of(planned_acls[0])
             access = await authorized_operations(config, topics, next(iter(groups), None))
         missing += [p.acl for p in planned_acls if not _granted(p.acl, access, kinds)]
-    return missing
+    kept = {acl.key for acl in without_implied(missing)}  # Write granted gives Describe back
+    return [acl for acl in missing if acl.key in kept]
 
 
 def _granted(acl: Acl, access: Authorized, kinds: Mapping[str, set[str]]) -> bool:
+    if acl.resource == "Topic" and acl.name in access.missing:
+        # A missing topic needs Create only, which cannot be asked about: missing if
+        # creating this topic was refused (or the refused topic is not known).
+        names = kinds.get("Topic", set())
+        return acl.operation != "Create" or (bool(names) and acl.name not in names)
     if acl.resource in ("Topic", "Group"):
         if acl.operation == "Create":
-            return acl.name not in access.missing  # needed only while the topic is missing
+            return True  # the topic exists: Create is not needed
         allowed = access.allowed(acl.resource, acl.name)
         return allowed is None or acl.operation in allowed
     return acl.resource not in kinds  # cannot be asked: the refused kind is what is missing

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from eos.acls.principals import principal_of
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.kafka.acls import CLUSTER_NAME, Acl, without_implied
 from eos.kafka.clients import ClientConfig
+from eos.kafka.principals import principal_of
 
 Scope = Literal["workers", "connector"]
 Layer = Literal["producer", "consumer", "admin"]

@@ -13,13 +13,14 @@ of a Kafka operator (Describe, resp. Alter, on the Cluster).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from aiokafka import errors as kerrors
 from aiokafka.protocol.admin import CreateAclsRequest_v1, DescribeAclsRequest
 from aiokafka.protocol.api import Request
 
+from eos.errors import AccessDenied
 from eos.kafka.clients import ClientConfig, make_client
 
 OPERATIONS: Final = {
@@ -199,3 +200,36 @@ async def create_acls(config: ClientConfig, acls: Sequence[Acl]) -> None:
         await client.close()
     for acl, (code, message) in zip(acls, response.creation_responses, strict=True):
         _check(code, message, f"CreateAcls {acl.principal} {acl.describe()}")
+
+
+GRANT: Final = "eos acls grant <worker file> --command-config <an operator's client settings>"
+
+
+def line(acl: Acl, bootstrap: str) -> str:
+    """One actionable line for a missing ACL."""
+    return (
+        f"not authorized: {acl.principal} needs {acl.describe()} ({acl.why}); grant it with "
+        f"`{GRANT}` or `{kafka_acls_command(acl, bootstrap)}`"
+    )
+
+
+def denied(acls: Iterable[Acl], bootstrap: str) -> AccessDenied:
+    """One line per missing ACL (one ACL needed for several reasons: one line with all)."""
+    whys: dict[tuple[str, ...], list[str]] = {}
+    unique: dict[tuple[str, ...], Acl] = {}
+    for acl in acls:
+        unique.setdefault(acl.key, acl)
+        reasons = whys.setdefault(acl.key, [])
+        if acl.why not in reasons:
+            reasons.append(acl.why)
+    merged = sorted(replace(acl, why="; ".join(whys[key])) for key, acl in unique.items())
+    return AccessDenied("\n".join(line(acl, bootstrap) for acl in merged), merged)
+
+
+def refused_transactional_id(config: ClientConfig, transactional_id: str, why: str) -> AccessDenied:
+    """The one line of a producer refused its transactional id (Write on it is missing)."""
+    from eos.kafka.principals import principal_of
+
+    principal = principal_of({**config.common, **config.producer})
+    acl = Acl(principal, "TransactionalId", transactional_id, "LITERAL", "Write", why)
+    return denied([acl], config.bootstrap_servers)

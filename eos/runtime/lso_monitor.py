@@ -94,9 +94,7 @@ class LsoMonitor:
         self._failing = ""
 
     async def run(self) -> None:
-        high = self._consumer("read_uncommitted")
-        stable = self._consumer("read_committed")
-        started = False
+        readers: list[AIOKafkaConsumer] = []  # made when first needed, always stopped
         try:
             while True:
                 await anyio.sleep(self._interval)
@@ -104,16 +102,18 @@ class LsoMonitor:
                 if not topics:
                     self._observer.last_stable_offsets({})
                     continue
-                if not started:
-                    await high.start()
-                    await stable.start()
-                    started = True
-                await self._check(high, stable, topics)
+                if not readers:
+                    readers += [
+                        self._consumer("read_uncommitted"),
+                        self._consumer("read_committed"),
+                    ]
+                    for reader in readers:
+                        await reader.start()
+                await self._check(readers[0], readers[1], topics)
         finally:
             with anyio.CancelScope(shield=True):
-                if started:
-                    await high.stop()
-                    await stable.stop()
+                for reader in readers:
+                    await reader.stop()
 
     def _consumer(self, isolation: str) -> AIOKafkaConsumer:
         return make_consumer(

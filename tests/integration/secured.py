@@ -14,9 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from aiokafka.protocol.admin import DeleteAclsRequest
 
-from eos.kafka import ClientConfig, make_consumer
-from eos.kafka.acls import Acl, create_acls
+from eos.kafka import ClientConfig, make_client, make_consumer
+from eos.kafka.acls import (
+    ALLOW,
+    OPERATIONS,
+    PATTERN_TYPES,
+    RESOURCE_TYPES,
+    Acl,
+    create_acls,
+    describe_acls,
+)
 from eos.kafka.admin import ensure_topic
 from services.dev_kafka import DevKafka
 from services.dev_kafka_security import Security
@@ -87,6 +96,24 @@ class Secured:
 
     async def grant(self, acls: Sequence[Acl]) -> None:
         await create_acls(self.admin, acls)
+
+    async def revoke(self, acl: Acl) -> None:
+        """Delete exactly ``acl`` (DeleteAcls), and wait until the brokers no longer list it."""
+        request = DeleteAclsRequest(
+            RESOURCE_TYPES[acl.resource], acl.name, PATTERN_TYPES[acl.pattern], acl.principal,
+            "*", OPERATIONS[acl.operation], ALLOW,
+        )  # fmt: skip
+        client = make_client(self.admin)
+        await client.bootstrap()
+        try:
+            await client.send(client.get_random_node(), request)
+        finally:
+            await client.close()
+        with anyio.fail_after(10):
+            while True:
+                if acl.key not in {a.key for a in (await describe_acls(self.admin))[0]}:
+                    return
+                await anyio.sleep(0.1)
 
 
 async def read_values(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from aiokafka import errors as kerrors
 
-from eos.acls.denied import denied, refused
+from eos.acls.denied import refused
 from eos.acls.rules import docs_table, plan
 from eos.config.worker import WorkerConfig
 from eos.errors import ConversionError, FencingError
-from eos.kafka.acls import Acl, kafka_acls_command, without_implied
+from eos.kafka.acls import Acl, denied, kafka_acls_command, without_implied
 
 REPO = Path(__file__).resolve().parents[2]
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
