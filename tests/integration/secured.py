@@ -81,10 +81,10 @@ class Secured:
     def admin_file(self) -> Path:
         return self.security.admin_file
 
-    async def user(self, prefix: str = "u") -> str:
+    async def user(self, prefix: str = "u", password: str | None = None) -> str:
         """A new user (a SCRAM login, or a client certificate under mTLS)."""
         name = f"{prefix}{next(_users)}-{uuid.uuid4().hex[:6]}"
-        await add_user(self.security, self.bootstrap, name, None)
+        await add_user(self.security, self.bootstrap, name, password)
         return name
 
     def client_properties(self, user: str, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
