@@ -140,3 +140,20 @@ def test_a_missing_acl_is_one_line_with_the_fix() -> None:
 def test_docs_table_is_generated_from_the_rules() -> None:
     """docs/security.md's ACL table is docs_table(): change RULES, then paste the table."""
     assert docs_table() in (REPO / "docs" / "security.md").read_text()
+
+
+def test_a_certificate_file_names_the_principal_before_inline_pem(tmp_path: Path) -> None:
+    from eos.kafka.principals import principal_of
+    from tests.tls_certs import CertificateAuthority
+
+    ca = CertificateAuthority(tmp_path)
+    worker, connector = ca.issue("worker"), ca.issue("connector")
+    inline = {
+        "security.protocol": "SSL",
+        "ssl.keystore.certificate.chain": worker.certfile.read_text(),
+        "ssl.keystore.key": worker.keyfile.read_text(),
+    }
+    assert principal_of(inline) == "User:worker"
+    files = {"ssl.certfile": str(connector.certfile), "ssl.keyfile": str(connector.keyfile)}
+    assert principal_of({**inline, **files}) == "User:connector"  # as the clients load it
+    assert principal_of({"security.protocol": "PLAINTEXT"}) == "User:ANONYMOUS"
