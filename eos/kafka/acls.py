@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+import anyio
 from aiokafka import errors as kerrors
 from aiokafka.protocol.admin import CreateAclsRequest_v1, DescribeAclsRequest
 from aiokafka.protocol.api import Request
@@ -188,8 +189,9 @@ async def describe_acls(config: ClientConfig) -> tuple[list[Acl], list[Acl]]:
     return allowed, denied
 
 
-async def create_acls(config: ClientConfig, acls: Sequence[Acl]) -> None:
-    """Create ALLOW ``acls`` (for any host); an error names the first refused one."""
+async def create_acls(config: ClientConfig, acls: Sequence[Acl], wait: float = 10.0) -> None:
+    """Create ALLOW ``acls`` (for any host) and wait (up to ``wait`` seconds) until the
+    brokers apply them; an error names the first refused one."""
     if not acls:
         return
     client = make_client(config)
@@ -200,6 +202,18 @@ async def create_acls(config: ClientConfig, acls: Sequence[Acl]) -> None:
         await client.close()
     for acl, (code, message) in zip(acls, response.creation_responses, strict=True):
         _check(code, message, f"CreateAcls {acl.principal} {acl.describe()}")
+    await _until_visible(config, acls, wait)
+
+
+async def _until_visible(config: ClientConfig, acls: Sequence[Acl], wait: float) -> None:
+    """Until a broker lists every ACL: the controller answers CreateAcls when the ACLs are
+    committed; a broker authorizes with them once it has applied them (a moment later)."""
+    with anyio.move_on_after(wait):
+        while True:
+            allowed = (await describe_acls(config))[0]
+            if all(any(acl.covers(a) for a in allowed) for acl in acls):
+                return
+            await anyio.sleep(0.1)
 
 
 GRANT: Final = "eos acls grant <worker file> --command-config <an operator's client settings>"
