@@ -74,8 +74,12 @@ async def run_worker(
     reports to Prometheus: ``GET /metrics`` on the REST listeners, and on
     ``metrics.listeners`` (``http://host:port``) if set."""
     auth = auth_provider(settings)
+    client, probed = settings.client_config, set()
     for role in ("producer", "consumer", "admin"):  # a refused login named, with its setting
-        await check_login(settings.client_config, role)
+        login = frozenset({**client.common, **getattr(client, role)}.items())
+        if login not in probed:
+            probed.add(login)
+            await check_login(client, role)
     with contextlib.ExitStack() as bound:
         metrics_listener = None
         if observer is None and METRICS_LISTENERS in settings.raw:
