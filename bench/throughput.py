@@ -12,7 +12,8 @@ as reported by the worker's observer port. Usage:
 
     python bench/throughput.py [--bootstrap 127.0.0.1:9092] [--records 200000]
 
-Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports.
+Without --bootstrap it starts a local Kafka (eos dev-kafka) on free ports;
+``EOS_BENCH_SECURITY=sasl-ssl`` makes it a secured one (bench/worker_run.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import anyio
 from worker_run import (
     Progress,
     bench_broker,
+    bench_client_settings,
     bench_process,
     bench_settings,
     run_until_committed,
@@ -67,7 +69,7 @@ async def run_runtime(bootstrap: str, mode: str, size: int, tasks: int, records:
 
 
 async def run_raw(bootstrap: str, size: int, tasks: int, records: int) -> Progress:
-    config = ClientConfig({"bootstrap.servers": bootstrap})
+    config = ClientConfig({"bootstrap.servers": bootstrap, **bench_client_settings()})
     topic = f"bench-raw-{uuid.uuid4().hex[:8]}"
     await ensure_topic(config, topic, partitions=max(tasks, 1))
     per_task = records // tasks

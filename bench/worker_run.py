@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 from cpu_meter import CpuMeter
 
+from eos.config.files import load_config_file
 from eos.config.worker import WorkerConfig
 from eos.kafka.admin import ensure_topic
 from eos.runtime.observer import NullObserver, NullTaskObserver, TaskObserver
@@ -39,17 +40,33 @@ def bench_process() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+SECURITY = os.environ.get("EOS_BENCH_SECURITY", "none")
+"""``EOS_BENCH_SECURITY=sasl-scram|sasl-ssl|mtls``: the local broker a bench starts is secured
+(``eos dev-kafka start --security``) and the bench's clients log in as its super user; with
+``--bootstrap``, ``EOS_BENCH_COMMAND_CONFIG=FILE`` gives the clients' security settings."""
+_client_settings: dict[str, str] = {}
+
+
+def bench_client_settings() -> dict[str, str]:
+    """The Kafka security settings of the bench's clients (empty: PLAINTEXT)."""
+    return dict(_client_settings)
+
+
 @contextmanager
 def bench_broker(bootstrap: str | None, heap: str = "1g") -> Iterator[tuple[str, list[int]]]:
     """``bootstrap`` (an existing cluster) or a fresh local broker in a temporary
     directory, removed afterwards; also the broker's pids (none for ``bootstrap``)."""
     if bootstrap is not None:
+        command_config = os.environ.get("EOS_BENCH_COMMAND_CONFIG")
+        if command_config:
+            _client_settings.update(load_config_file(command_config))
         yield bootstrap, []
         return
     directory = Path(tempfile.mkdtemp(prefix="eos-bench-"))
     kafka = DevKafka(directory, heap=heap)
     try:
-        cluster = kafka.start(1, port=0)
+        cluster = kafka.start(1, port=0, security=SECURITY)
+        _client_settings.update(kafka.security(cluster).client_properties())
         yield cluster.bootstrap, [node.pid for node in cluster.nodes]
     finally:
         kafka.stop()
@@ -123,6 +140,7 @@ def bench_settings(bootstrap: str, prefix: str, extra: Mapping[str, str]) -> Wor
             "offset.storage.partitions": "5",
             "status.storage.partitions": "1",
             "listeners": f"http://127.0.0.1:{port}",
+            **_client_settings,
             **extra,
         }
     )

@@ -23,6 +23,7 @@ that *this instance* has been superseded (``zombie``)::
     │   ├── TransactionAbortable     the broker asks for an abort (TRANSACTION_ABORTABLE, KIP-1050)
     │   └── TransactionRequestError  the connector asked for an impossible commit/abort
     ├── FencingError                 a fencing round failed (per transactional id details)
+    ├── AccessDenied                 the brokers refused an operation: the ACLs that are missing
     ├── TopicError                   an internal topic exists with the wrong layout
     ├── NotFoundError                a connector or task does not exist (REST 404)
     ├── ConflictError                the request raced a change of the cluster (REST 409)
@@ -40,7 +41,7 @@ cannot help until a person fixes the cause (:mod:`eos.runtime.auto_restart`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 
 class EosError(Exception):
@@ -186,6 +187,15 @@ class FencingError(EosError):
         self.failures = dict(failures)
         detail = "; ".join(f"{tid}: {msg}" for tid, msg in sorted(self.failures.items()))
         super().__init__(f"could not fence {len(self.failures)} transactional id(s): {detail}")
+
+
+class AccessDenied(EosError):
+    """The brokers refused an operation eos needs. ``acls`` lists what is missing (each an
+    :class:`eos.kafka.acls.Acl`); the message has one line per ACL saying how to grant it."""
+
+    def __init__(self, message: str, acls: Sequence[object]) -> None:
+        self.acls = list(acls)
+        super().__init__(message)
 
 
 class TopicError(EosError):

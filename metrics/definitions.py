@@ -3,8 +3,9 @@
 Naming follows Prometheus conventions: the ``eos_`` prefix, base units (seconds,
 bytes), ``_total`` on counters, the unit as a suffix. Task metrics carry the labels
 ``connector`` and ``task``; worker metrics about a connector carry ``connector``;
-rebalances carry ``protocol`` and ``cause``. No label takes unbounded values:
-connector names and task ids are bounded by the cluster's configuration, ``state``,
+rebalances carry ``protocol`` and ``cause``; output partitions ``topic`` and ``partition``.
+No label takes unbounded values: connector names, task ids and the topics tasks write are
+bounded by the cluster's configuration, ``state``,
 ``reason``, ``protocol`` and ``cause`` by the runtime's enumerations.
 docs/monitoring.md has the table; a unit test keeps the two in step.
 """
@@ -210,6 +211,8 @@ class WorkerMetrics:
     thread_pool_queued: Gauge
     connector_auto_restarts: Counter
     connector_auto_restarting: Gauge
+    lso_lag: Gauge
+    lso_stuck: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
@@ -332,5 +335,21 @@ class WorkerMetrics:
                 "Automatic restarts of the connector in a row, as its status shows them.",
                 ("connector",),
                 registry=registry,
+            ),
+            lso_lag=Gauge(
+                "eos_worker_output_lso_lag_records",
+                "Records an output partition's last stable offset is behind its high "
+                "watermark (held back by open transactions), per topic and partition the "
+                "worker's tasks write.",
+                ("topic", "partition"),
+                registry=registry,
+            ),
+            lso_stuck=Gauge(
+                "eos_worker_output_lso_stuck_seconds",
+                "How long the output partition's last stable offset has been behind its high "
+                "watermark without moving (0 when it is not behind): a transaction left open.",
+                ("topic", "partition"),
+                registry=registry,
+                unit="seconds",
             ),
         )

@@ -26,7 +26,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ParamSpec
 
 from prometheus_client import (
@@ -306,6 +306,7 @@ class PrometheusObserver:
         self._task_metrics = TaskMetrics.create(self.registry)
         self._m = WorkerMetrics.create(self.registry)
         self._owners: dict[tuple[str, str], PrometheusTaskObserver] = {}
+        self._lso_series: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         for protocol in PROTOCOLS:  # from 0, so that increase() sees the first rebalance
             for cause in REBALANCE_CAUSES:
@@ -420,3 +421,14 @@ class PrometheusObserver:
         labels = (connector, str(task))
         self._task_metrics.auto_restarts.remove(*labels)
         self._task_metrics.auto_restarting.remove(*labels)
+
+    @_never_raises
+    def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        seen = {(topic, str(partition)) for topic, partition in partitions}
+        for labels in self._lso_series - seen:
+            self._m.lso_lag.remove(*labels)
+            self._m.lso_stuck.remove(*labels)
+        for (topic, partition), (lag, stuck) in partitions.items():
+            self._m.lso_lag.labels(topic, str(partition)).set(lag)
+            self._m.lso_stuck.labels(topic, str(partition)).set(stuck)
+        self._lso_series = seen

@@ -14,19 +14,25 @@ from aiokafka.errors import KafkaError
 
 import eos
 from eos.errors import EosError
-from services import dev_kafka, log_setup
+from services import dev_kafka, dev_kafka_security, log_setup
 
 
 def _dev_kafka(args: argparse.Namespace) -> int:
     kafka = dev_kafka.DevKafka(args.data_dir)
     if args.action == "start":
         try:
-            state = kafka.start(args.brokers, args.port)
+            state = kafka.start(args.brokers, args.port, security=args.security, users=args.user)
         except dev_kafka.AlreadyRunning as already:
             print(str(already))
             return 0
         print(f"Kafka {state.version} ready: bootstrap.servers={state.bootstrap}")
         print(f"  data and logs: {state.data_dir}   stop with: eos dev-kafka stop")
+        security = kafka.security(state)
+        if security.secured:
+            print(f"  security: {security.protocol} ({args.security}), super user admin")
+            print(f"  admin's client settings: {security.admin_file}")
+    elif args.action == "user":
+        return _dev_kafka_user(kafka, args)
     elif args.action == "stop":
         stopped = kafka.stop()
         print(f"stopped broker(s) {stopped}" if stopped else "no dev-kafka broker was running")
@@ -67,6 +73,28 @@ def _dev_registry(args: argparse.Namespace) -> int:
         what = f"running (pid {known.pid})" if known.alive() else "stopped"
         print(f"registry: {known.url} {what}; storage {known.storage}; log {known.log_file}")
         return 0 if known.alive() else 3
+    return 0
+
+
+def _dev_kafka_user(kafka: dev_kafka.DevKafka, args: argparse.Namespace) -> int:
+    import anyio
+
+    from services.dev_kafka_users import add_user
+
+    if len(args.what) != 2 or args.what[0] != "add":
+        print("usage: eos dev-kafka user add NAME [--password P]", file=sys.stderr)
+        return 2
+    state = kafka.state()
+    security = kafka.security(state)
+    if state is None or not security.secured:
+        print(f"error: no secured dev-kafka cluster in {kafka.data_dir} "
+              "(start one with --security)", file=sys.stderr)  # fmt: skip
+        return 2
+    running = kafka.running()
+    path = anyio.run(
+        add_user, security, running.bootstrap if running else None, args.what[1], args.password
+    )
+    print(f"user {args.what[1]} added; client settings: {path}")
     return 0
 
 
@@ -112,8 +140,20 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     dk = sub.add_parser("dev-kafka", help="a local Apache Kafka (KRaft) on 127.0.0.1")
-    dk.add_argument("action", choices=["start", "stop", "status"])
+    dk.add_argument("action", choices=["start", "stop", "status", "user"])
+    dk.add_argument("what", nargs="*", help="user: add NAME")
     dk.add_argument("--brokers", type=int, default=1, help="number of nodes (default 1)")
+    dk.add_argument(
+        "--security",
+        default="none",
+        choices=dev_kafka_security.MODES,
+        help="sasl-scram, sasl-ssl or mtls: authentication, TLS and ACLs (default none)",
+    )
+    dk.add_argument("--password", default=None, help="user add: the password (default: random)")
+    dk.add_argument(
+        "--user", action="append", default=[], metavar="NAME",
+        help="start: a user to have from the start, PLAIN included (repeatable)",
+    )  # fmt: skip
     dk.add_argument("--port", type=int, default=9092, help="first client port; 0 = free ports")
     dk.add_argument("--data-dir", type=Path, default=None, help="default $EOS_CACHE_DIR/dev-kafka")
     dk.set_defaults(func=_dev_kafka)
@@ -153,6 +193,14 @@ def parser() -> argparse.ArgumentParser:
         "--bootstrap-servers", default=None, help="use this Kafka instead of a local one"
     )
     run.set_defaults(func=_run)
+
+    from services.acls_cli import add_command as acls_command
+
+    acls_command(sub)
+
+    from services.transactions_cli import add_command as transactions_command
+
+    transactions_command(sub)
 
     from services.client.commands import add_commands
 

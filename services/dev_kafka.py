@@ -29,16 +29,22 @@ import string
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import anyio
-from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from eos.errors import DevKafkaError
+from eos.kafka.clients import ClientConfig, make_admin, make_producer
+from services.dev_kafka_security import (
+    ADMIN,
+    SECURITY_DIR,
+    Security,
+    check_mode,
+    properties_text,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 READY_TOPIC = "eos-dev-kafka-ready"
@@ -144,6 +150,8 @@ class ClusterState:
     cluster_id: str
     data_dir: str
     nodes: list[BrokerNode] = field(default_factory=list)
+    security: str = "none"
+    """``--security`` mode (:mod:`services.dev_kafka_security`)."""
 
     @property
     def bootstrap(self) -> str:
@@ -212,19 +220,39 @@ class DevKafka:
             return state
         return None
 
-    def start(self, brokers: int = 1, port: int = 9092, *, timeout: float = 180.0) -> ClusterState:
-        """Start ``brokers`` nodes, or raise if this data dir already runs a cluster."""
+    def start(
+        self,
+        brokers: int = 1,
+        port: int = 9092,
+        *,
+        security: str = "none",
+        users: Sequence[str] = (),
+        timeout: float = 180.0,
+    ) -> ClusterState:
+        """Start ``brokers`` nodes, or raise if this data dir already runs a cluster.
+        ``security``: one of :data:`~services.dev_kafka_security.MODES`; ``users``: users
+        to have from the start (PLAIN users too)."""
         if brokers < 1:
             raise DevKafkaError(f"--brokers must be at least 1, not {brokers}")
+        check_mode(security)
         self._check_data_dir()
         live = self.running()
         if live:
             raise AlreadyRunning(live)
         libs = assemble()
         state = self.state()
-        if state is None or len(state.nodes) != brokers or port not in (0, state.nodes[0].port):
-            state = self._layout(brokers, port)
+        if (
+            state is None
+            or len(state.nodes) != brokers
+            or port not in (0, state.nodes[0].port)
+            or state.security != security
+        ):
+            state = self._layout(brokers, port, security)
         self._check_ports_free(state)
+        secured = self.security(state)
+        secured.prepare()
+        for user in users:
+            secured.register(user)
         for node in state.nodes:
             self._render(state, node)
             self._format(state, node, libs)
@@ -233,6 +261,10 @@ class DevKafka:
         state.save()
         try:
             anyio.run(_wait_ready, state, timeout)
+            if users and secured.sasl:  # storage formatted before: SCRAM users added now
+                from services.dev_kafka_users import add_scram_users
+
+                anyio.run(add_scram_users, secured, state.bootstrap, users)
         except BaseException:
             self.stop()
             raise
@@ -250,13 +282,23 @@ class DevKafka:
                 "is in it, so it leaves it alone; pass a new or empty directory"
             )
 
-    def _layout(self, brokers: int, port: int) -> ClusterState:
+    def security(self, state: ClusterState | None = None) -> Security:
+        """The cluster's security material and settings."""
+        state = state or self.state()
+        return Security(self.data_dir, state.security if state else "none")
+
+    def client_config(self, user: str = ADMIN) -> ClientConfig:
+        """Client settings of ``user`` (the super user by default) for this cluster."""
+        state = self._require_state()
+        return self.security(state).client_config(state.bootstrap, user)
+
+    def _layout(self, brokers: int, port: int, security: str = "none") -> ClusterState:
         self._check_data_dir()
         self._remove_own_files()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / MARKER).write_text(
-            "This directory was made by `eos dev-kafka`; it removes only cluster.json and the "
-            "broker-<n> directories in it.\n"
+            "This directory was made by `eos dev-kafka`; it removes only cluster.json, the "
+            "broker-<n> directories and security/ in it.\n"
         )
         if port == 0:
             ports = free_ports(2 * brokers)
@@ -267,11 +309,13 @@ class DevKafka:
             BrokerNode(i + 1, p, c, str(self.data_dir / f"broker-{i + 1}"))
             for i, (p, c) in enumerate(pairs)
         ]
-        return ClusterState(kafka_version(), uuid_for_kafka(), str(self.data_dir), nodes)
+        return ClusterState(kafka_version(), uuid_for_kafka(), str(self.data_dir), nodes, security)
 
     def _remove_own_files(self) -> None:
         """What an earlier layout left here: the state file and the broker directories."""
         (self.data_dir / STATE_FILE).unlink(missing_ok=True)
+        if self.data_dir.is_dir():
+            shutil.rmtree(self.data_dir / SECURITY_DIR, ignore_errors=True)
         for broker in self.data_dir.glob("broker-*") if self.data_dir.is_dir() else []:
             if broker.is_dir() and broker.name.removeprefix("broker-").isdigit():
                 shutil.rmtree(broker)
@@ -290,16 +334,22 @@ class DevKafka:
         directory.mkdir(parents=True, exist_ok=True)
         n = len(state.nodes)
         template = string.Template((deploy_dir() / "server.properties.template").read_text())
+        security = self.security(state)
+        listeners = security.listeners().lines(node.port, node.controller_port)
         text = template.substitute(
             node_id=node.node_id,
             voters=",".join(f"{m.node_id}@127.0.0.1:{m.controller_port}" for m in state.nodes),
+            listeners="\n".join(f"{k}={v}" for k, v in listeners.items()),
+            security=properties_text(security.broker_settings()),
             port=node.port,
             controller_port=node.controller_port,
             log_dir=directory / "data",
             replication=min(n, 3),
             min_isr=1 if n < 3 else 2,
         )
-        (directory / "server.properties").write_text(text)
+        path = directory / "server.properties"
+        path.write_text(text)
+        path.chmod(0o600)  # a secured cluster's holds the admin's password
 
     def _format(self, state: ClusterState, node: BrokerNode, libs: Path) -> None:
         directory = Path(node.directory)
@@ -315,6 +365,7 @@ class DevKafka:
             f"--cluster-id={state.cluster_id}",
             "-c",
             str(directory / "server.properties"),
+            *self.security(state).format_arguments(),
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -463,7 +514,9 @@ async def _wait_until_ready(state: ClusterState, deadline: float) -> None:
 
 
 async def _probe(state: ClusterState) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=state.bootstrap, request_timeout_ms=5000)
+    config = Security(Path(state.data_dir), state.security).client_config(state.bootstrap)
+    config = config.with_overrides(admin={"request.timeout.ms": "5000"})
+    admin = make_admin(config)
     await admin.start()
     try:
         brokers = (await admin.describe_cluster())["brokers"]
@@ -471,10 +524,8 @@ async def _probe(state: ClusterState) -> None:
             raise DevKafkaError(f"{len(brokers)} of {len(state.nodes)} brokers registered")
     finally:
         await admin.close()
-    producer = AIOKafkaProducer(
-        bootstrap_servers=state.bootstrap,
-        transactional_id="eos-dev-kafka-ready",
-        request_timeout_ms=5000,
+    producer = make_producer(
+        config, transactional_id="eos-dev-kafka-ready", request_timeout_ms=5000
     )
     await producer.start()
     try:

@@ -38,6 +38,7 @@ import anyio
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
+from eos.config.files import load_config_file
 from eos.errors import EosError
 from eos.kafka import ClientConfig, make_client, make_consumer
 from services.connectors.verifiable import aborted_records
@@ -231,8 +232,8 @@ async def read_committed(
             auto_offset_reset="earliest",
             client_id="eos-verify",
         )
-        await consumer.start()
         try:
+            await consumer.start()  # in the try: a timeout during start still stops it
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             while True:
@@ -311,6 +312,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "abort.every.transactions, tasks.max, records.per.partition (0: endless)",
     )
     parser.add_argument(
+        "--command-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="Kafka client properties file (security settings), as Kafka's tools take",
+    )
+    parser.add_argument(
         "--property",
         action="append",
         default=[],
@@ -322,7 +330,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``eos verify``; prints the report and returns the exit status."""
     try:
-        config = _client_config(args.bootstrap_server, args.property)
+        config = _client_config(args.bootstrap_server, args.property, args.command_config)
         aborted: Aborted | AbortedPattern | None = None
         if args.aborted is not None:
             aborted = load_aborted(args.aborted)
@@ -340,8 +348,11 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.ok(args.expect) else 1
 
 
-def _client_config(bootstrap: str, properties: list[str]) -> ClientConfig:
-    props: dict[str, Any] = {"bootstrap.servers": bootstrap}
+def _client_config(
+    bootstrap: str, properties: list[str], command_config: Path | None = None
+) -> ClientConfig:
+    props: dict[str, Any] = load_config_file(command_config) if command_config else {}
+    props["bootstrap.servers"] = bootstrap
     for item in properties:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

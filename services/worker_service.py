@@ -20,9 +20,13 @@ from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError,
 from anyio.abc import TaskStatus
 from starlette.applications import Starlette
 
+from eos.acls.denied import explain
+from eos.acls.rules import output_topics
 from eos.config.files import load_config_file
+from eos.config.providers import PROVIDERS, resolve_worker_file
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError, EosError
+from eos.kafka.login import check_login
 from eos.runtime.capacity import raise_open_files_limit
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.plugins import reserved_worker_prefixes
@@ -44,9 +48,11 @@ log = structlog.get_logger(__name__)
 
 
 def worker_settings(props: Mapping[str, str]) -> WorkerConfig:
-    """Parse worker settings, with the prefixes that plugins and this service reserve."""
+    """Parse worker settings (variables resolved by the file's own config providers), with
+    the prefixes that plugins and this service reserve."""
     return WorkerConfig.from_properties(
-        props, reserved=(*reserved_worker_prefixes(), METRICS_PREFIX)
+        resolve_worker_file(props),
+        reserved=(*reserved_worker_prefixes(), METRICS_PREFIX, PROVIDERS),
     )
 
 
@@ -71,6 +77,12 @@ async def run_worker(
     reports to Prometheus: ``GET /metrics`` on the REST listeners, and on
     ``metrics.listeners`` (``http://host:port``) if set."""
     auth = auth_provider(settings)
+    client, probed = settings.client_config, set()
+    for role in ("producer", "consumer", "admin"):  # a refused login named, with its setting
+        login = frozenset({**client.common, **getattr(client, role)}.items())
+        if login not in probed:
+            probed.add(login)
+            await check_login(client, role)
     with contextlib.ExitStack() as bound:
         metrics_listener = None
         if observer is None and METRICS_LISTENERS in settings.raw:
@@ -80,8 +92,14 @@ async def run_worker(
         for url in settings.listeners:
             listeners.append(listen(url, "listeners", settings.rest_tls))
             bound.callback(listeners[-1].close)
-        await _run(settings, connector_configs, observer, auth, listeners, metrics_listener,
-                   task_status)  # fmt: skip
+        try:
+            await _run(settings, connector_configs, observer, auth, listeners,
+                       metrics_listener, task_status)  # fmt: skip
+        except Exception as exc:  # an authorization error: the ACLs that are missing
+            explained = await explain(settings, {}, output_topics, exc)
+            if explained is exc:
+                raise
+            raise explained from exc
 
 
 async def _run(

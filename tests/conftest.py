@@ -18,6 +18,7 @@ from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.dev_kafka import ClusterState, DevKafka
 from services.dev_registry import DevRegistry, RegistryState
+from tests.integration.secured import Secured, start_secured
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))
@@ -47,6 +48,24 @@ def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevKafk
     kafka = _start("kafka3", 3, tmp_path_factory)
     yield kafka
     kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Secured]]:
+    """``secured_kafka("sasl-scram" | "sasl-ssl" | "mtls")``: one secured broker per mode
+    for the whole session, started on first use with ``eos dev-kafka start --security``."""
+    started: dict[str, Secured] = {}
+
+    def get(mode: str) -> Secured:
+        if mode not in started:
+            kafka = start_secured(tmp_path_factory.mktemp(f"kafka-{mode}"), mode)
+            _clusters[mode] = kafka
+            started[mode] = Secured(kafka, mode)
+        return started[mode]
+
+    yield get
+    for secured in started.values():
+        secured.kafka.stop()
 
 
 @pytest.fixture(scope="session")

@@ -155,6 +155,11 @@ class ScriptedWorkload:
         self.observer.config_read_lag(rng.randint(0, 3))
         self.observer.offset_mirror_backlog(10 + t // 4)
         self.observer.thread_pool(rng.randint(0, 4), rng.randint(0, 2))
+        # orders-0 is held back by a transaction left open from tick 100 (10 s) to tick 400
+        stuck = (t - 100) / 10 if 100 <= t < 400 else 0.0
+        self.observer.last_stable_offsets(
+            {("orders", 0): (120 + t // 10 if stuck else 0, stuck), ("orders", 1): (3, 0.0)}
+        )
 
     async def run(self, interval: float = 0.1) -> None:
         """Step every ``interval`` seconds until cancelled."""

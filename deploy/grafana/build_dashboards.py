@@ -742,6 +742,7 @@ def overview() -> dash.Dashboard:
         6,
         8,
     )
+    lso_row(lay)
     return dashboard(
         "eos-overview",
         "eos / cluster overview",
@@ -749,6 +750,31 @@ def overview() -> dash.Dashboard:
         "and assignment, and fencing of an eos cluster.",
         lay,
         [],
+    )
+
+
+def lso_row(lay: Layout) -> None:
+    """Open transactions holding read_committed consumers back (docs/transactions.md)."""
+    lay.row("Open transactions on output partitions")
+    lay.add(
+        timeseries(
+            "Last stable offset stuck",
+            "Per output partition: how long its last stable offset has been behind the high "
+            "watermark without moving (a transaction left open; alert EosLastStableOffsetStuck "
+            "past 5 minutes), and by how many records. `eos transactions find-hanging` names it.",
+            targets(
+                (
+                    "max by (topic, partition) (eos_worker_output_lso_stuck_seconds)",
+                    "stuck {{topic}}-{{partition}}",
+                ),
+                (
+                    "max by (topic, partition) (eos_worker_output_lso_lag_records)",
+                    "records behind {{topic}}-{{partition}}",
+                ),
+            ),
+        ),
+        24,
+        8,
     )
 
 

@@ -107,6 +107,13 @@ class SourceConnector(ABC):
         not run on bytes). The default, False: the converters encode."""
         return False
 
+    def output_topics(self, config: Mapping[str, str]) -> list[str] | None:
+        """The topics this configuration writes to, or None if the settings do not tell
+        (``eos acls plan`` grants the task producers Write on them). The default: the
+        ``topic`` setting, if there is one."""
+        topic = str(config.get("topic", "")).strip()
+        return [topic] if topic else None
+
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Problems per setting; by default those found by :meth:`config_def`."""
         return self.config_def().validate(config)

@@ -190,7 +190,7 @@ def _check_consistency(values: Mapping[str, Any], props: Mapping[str, str]) -> N
 
 
 def _warn_about_ignored(props: Mapping[str, str], reserved: tuple[str, ...]) -> None:
-    from eos.kafka.clients import is_common_client_setting
+    from eos.kafka.clients import is_client_setting
 
     for key in IGNORED_WORKER_SETTINGS:
         if key in props:
@@ -207,7 +207,7 @@ def _warn_about_ignored(props: Mapping[str, str], reserved: tuple[str, ...]) -> 
             setting="config.storage.partitions",
         )
     for key in WORKER_CONFIG.unknown(props, WORKER_PREFIXES + reserved):
-        if not is_common_client_setting(key):
+        if not is_client_setting(key):
             log.warning("unknown worker setting, ignored", setting=key)
 
 

@@ -424,6 +424,16 @@ class WorkerSettings:
         "one is refused with 413 before it is read.",
         "rest",
     )
+    lso_check_interval_ms: int = setting(
+        "lso.check.interval.ms",
+        Type.LONG,
+        10000,
+        Range(at_least=100),
+        Importance.LOW,
+        "How often the worker reads the high watermark and last stable offset of the "
+        "partitions its tasks write, for eos_worker_output_lso_* (docs/transactions.md).",
+        "metrics",
+    )
     topic_tracking: bool = setting(
         "topic.tracking.enable",
         Type.BOOLEAN,

@@ -57,6 +57,8 @@ async def ensure_topic(
         if error is kerrors.NoError:
             log.info("topic created", topic=name, partitions=partitions, replication_factor=rf)
             return True
+        if error is kerrors.TopicAuthorizationFailedError:
+            raise error(name)  # named, for the explanation of the missing ACL
         if error is not kerrors.TopicAlreadyExistsError:
             message = response.topic_errors[0][2] if len(response.topic_errors[0]) > 2 else ""
             raise TopicError(f"cannot create topic {name!r}: {error.__name__} {message or ''}")
@@ -92,6 +94,8 @@ async def _config_value(admin: AIOKafkaAdminClient, kind: Any, name: str, key: s
     responses = await admin.describe_configs([ConfigResource(kind, name, {key: None})])
     for response in responses:
         for resource in response.resources:
+            if resource[0]:  # refused (e.g. no DescribeConfigs ACL): say so, never guess
+                raise kerrors.for_code(resource[0])(f"DescribeConfigs of {name}: {resource[1]}")
             for entry in resource[4]:
                 if entry[0] == key:
                     return str(entry[1])

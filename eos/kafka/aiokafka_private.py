@@ -48,6 +48,7 @@ import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
 from aiokafka.client import ConnectionGroup, CoordinationType
+from aiokafka.cluster import ClusterMetadata
 from aiokafka.producer.sender import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
@@ -66,11 +67,16 @@ TRANSACTION_ABORTABLE = 120
 """KIP-1050's error code (newer than aiokafka): abort the transaction, then go on."""
 
 
+async def fresh_metadata(consumer: AIOKafkaConsumer) -> ClusterMetadata:
+    """The cluster's metadata, freshly fetched (aiokafka has no public "describe these
+    topics" on a consumer; its client does)."""
+    cluster: ClusterMetadata = await consumer._client.fetch_all_metadata()
+    return cluster
+
+
 async def topic_partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int] | None:
-    """The partitions of ``topic`` from fresh metadata (aiokafka has no public "describe
-    this topic" on a consumer; its client does)."""
-    cluster = await consumer._client.fetch_all_metadata()
-    partitions: set[int] | None = cluster.partitions_for_topic(topic)
+    """The partitions of ``topic`` from fresh metadata."""
+    partitions: set[int] | None = (await fresh_metadata(consumer)).partitions_for_topic(topic)
     return partitions
 
 

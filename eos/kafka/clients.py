@@ -7,17 +7,13 @@ producer, consumer and admin specifics — and the factories translate them into
 aiokafka keyword arguments. Connector overrides (``producer.override.*`` and
 friends) are applied with :meth:`ClientConfig.with_overrides`.
 
-Security settings pass through: ``security.protocol``, ``sasl.mechanism``,
-``sasl.username`` / ``sasl.password`` (or a PLAIN/SCRAM ``sasl.jaas.config``),
-``sasl.kerberos.service.name``, ``ssl.cafile`` (alias
-``ssl.truststore.location`` for a PEM file), ``ssl.certfile`` / ``ssl.keyfile``
-(alias ``ssl.keystore.location`` for a PEM file holding both), ``ssl.password``.
-A property aiokafka cannot honour is dropped with a warning naming it.
+Security settings (``security.protocol``, ``sasl.*``, ``ssl.*``) are read as Kafka reads
+them by :mod:`eos.kafka.client_security`. A property aiokafka cannot honour is dropped
+with a warning naming it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +23,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
-from aiokafka.helpers import create_ssl_context
 
 from eos.errors import ConfigError
+from eos.kafka.client_security import Security, is_security_setting
 
 log = structlog.get_logger(__name__)
 
@@ -66,11 +62,6 @@ _COMMON: dict[str, tuple[str, Converter]] = {
     "retry.backoff.ms": ("retry_backoff_ms", int),
     "metadata.max.age.ms": ("metadata_max_age_ms", int),
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
-    "security.protocol": ("security_protocol", str),
-    "sasl.mechanism": ("sasl_mechanism", str),
-    "sasl.username": ("sasl_plain_username", str),
-    "sasl.password": ("sasl_plain_password", str),
-    "sasl.kerberos.service.name": ("sasl_kerberos_service_name", str),
 }
 _PRODUCER: dict[str, tuple[str, Converter]] = {
     "acks": ("acks", _acks),
@@ -96,27 +87,6 @@ _CONSUMER: dict[str, tuple[str, Converter]] = {
     "heartbeat.interval.ms": ("heartbeat_interval_ms", int),
     "client.rack": ("client_rack", str),
 }
-_SSL_KEYS = {
-    "ssl.cafile": "cafile",
-    "ssl.truststore.location": "cafile",
-    "ssl.certfile": "certfile",
-    "ssl.keystore.location": "certfile",
-    "ssl.keyfile": "keyfile",
-    "ssl.password": "password",
-    "ssl.key.password": "password",
-}
-_COMMON_EXTRA = {"sasl.jaas.config"}
-
-
-def is_common_client_setting(key: str) -> bool:
-    """Whether ``key`` is a Kafka client setting that every client takes (the common
-    layer of :class:`ClientConfig`: ``bootstrap.servers``, ``security.protocol``,
-    ``sasl.*`` and ``ssl.*`` settings …), as opposed to a producer's, consumer's or
-    admin client's own."""
-    return key in _COMMON or key in _SSL_KEYS or key in _COMMON_EXTRA
-
-
-_JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 # Properties that only matter to the Java clients and are harmless to drop silently.
 _IGNORED_SILENTLY = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
 
@@ -138,7 +108,7 @@ class ClientConfig:
     def from_properties(cls, props: Mapping[str, str]) -> ClientConfig:
         """Split flat worker-style properties: ``producer.*``, ``consumer.*`` and
         ``admin.*`` go to their layer; Kafka client names at the top level are common."""
-        common = {k: v for k, v in props.items() if is_common_client_setting(k)}
+        common = {k: v for k, v in props.items() if is_client_setting(k)}
         layers: dict[str, dict[str, str]] = {"producer": {}, "consumer": {}, "admin": {}}
         for key, value in props.items():
             prefix, _, rest = key.partition(".")
@@ -177,8 +147,7 @@ def _translate(
     role: str,
     fixed: Mapping[str, Any],
 ) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
-    ssl: dict[str, str] = {}
+    kwargs: dict[str, Any] = Security(props).aiokafka()
     table = {**_COMMON, **specific}
     for key, value in props.items():
         if key in table:
@@ -187,23 +156,20 @@ def _translate(
                 kwargs[name] = convert(value)
             except ValueError as exc:
                 raise ConfigError(key, value, str(exc)) from exc
-        elif key in _SSL_KEYS:
-            ssl[_SSL_KEYS[key]] = value
-        elif key == "sasl.jaas.config":
-            creds = dict(_JAAS.findall(value))
-            kwargs.setdefault("sasl_plain_username", creds.get("username"))
-            kwargs.setdefault("sasl_plain_password", creds.get("password"))
-        elif key not in _IGNORED_SILENTLY:
+        elif not is_security_setting(key) and key not in _IGNORED_SILENTLY:
             log.warning(
                 "client setting not supported, ignored",
                 setting=key,
                 client=role,
                 library="aiokafka",
             )
-    if ssl or kwargs.get("security_protocol", "PLAINTEXT") in ("SSL", "SASL_SSL"):
-        kwargs["ssl_context"] = create_ssl_context(**ssl)
     kwargs.update(fixed)
     return kwargs
+
+
+def is_client_setting(key: str) -> bool:
+    """Whether ``key`` is a Kafka client setting every client role shares."""
+    return key in _COMMON or is_security_setting(key)
 
 
 def make_producer(config: ClientConfig, **fixed: Any) -> AIOKafkaProducer:

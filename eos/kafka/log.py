@@ -43,6 +43,14 @@ class TopicReader(AsyncService):
         self._partitions: list[TopicPartition] = []
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:  # e.g. not authorized to read the topic: no consumer left open
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
+
+    async def _start(self) -> None:
         common: dict[str, Any] = {"enable_auto_commit": False, "group_id": None}
         self._reader = make_consumer(
             self._config,

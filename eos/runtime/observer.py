@@ -11,6 +11,7 @@ aborted the open transaction), ``shutdown`` (a stop could not commit).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -105,6 +106,11 @@ class WorkerObserver(Protocol):
     def auto_restart_forgotten(self, connector: str, task: int | None) -> None:
         """The connector or task no longer runs here (its series may be removed)."""
 
+    def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        """Per output partition of this worker's tasks: (records its last stable offset is
+        behind its high watermark, seconds it has stayed behind without moving). A partition
+        left out is no longer watched."""
+
 
 def rebalanced(generation: int, leader: bool, **details: object) -> Rebalanced:
     """A :class:`Rebalanced` with neutral details (tests, demos)."""
@@ -180,4 +186,7 @@ class NullObserver:
         pass
 
     def auto_restart_forgotten(self, connector: str, task: int | None) -> None:
+        pass
+
+    def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
         pass

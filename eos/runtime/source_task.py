@@ -26,12 +26,9 @@ A record's path from poll to commit (exactly-once, aiokafka producer) crosses 5 
    task's coroutine (aiokafka's handlers);
 5. :mod:`eos.kafka.transactions_v2`: the Produce v12 and EndTxn v5 wire formats.
 
-Steps to come slot into ``_send`` without a new loop: single message transforms go
-before the producer (a function of the segment; the offsets are taken from the polled
-records, so a record a transform drops still commits its offset, as Connect does); a
-dead-letter step catches in ``_convert`` and hands its dead letters to the producer in a
-second ``send`` of the same segment, so in the same transaction (the port would then let
-``convert`` answer "skip this record").
+Steps to come slot into ``_send`` without a new loop: transforms before the producer
+(offsets taken from the polled records, so a dropped record still commits its offset);
+dead letters as a second ``send`` of the same segment, so in the same transaction.
 
 Two variants fill in the steps: :class:`~eos.runtime.at_least_once_task.AtLeastOnceTask`
 (``exactly.once.source.support`` = disabled or preparing) sends with an idempotent producer
@@ -473,6 +470,8 @@ class SourceTaskRunner(ABC):
             await self.deps.status(state, trace)
 
     async def _fail(self, exc: BaseException) -> None:
+        if self.deps.explain is not None:
+            exc = await self.deps.explain(exc)
         self.failure = (exc, f"{exc}\n\n{''.join(traceback.format_exception(exc))}")
         self.log.error("task failed", error=str(exc))
         await self._set_state(State.FAILED, self.failure[1])

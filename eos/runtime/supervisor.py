@@ -17,14 +17,17 @@ its automatic restarts.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
+from eos.acls.denied import explain
+from eos.acls.rules import output_topics as declared_topics
 from eos.config.connector import ConnectorConfig
+from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError
 from eos.kafka.clients import ClientConfig
@@ -86,6 +89,7 @@ class Supervisor:
         leader: LeaderRequests,
         topics: TopicTracker,
         resources: SharedResources,
+        providers: ConfigProviders,
         observer: WorkerObserver,
         clock: Clock,
         book: RestartBook,
@@ -97,6 +101,7 @@ class Supervisor:
         self.leader = leader
         self.topics = topics
         self.resources = resources
+        self.providers = providers
         self.observer = observer
         self.clock = clock
         self.book = book
@@ -157,7 +162,8 @@ class Supervisor:
         if self._closing:  # shutting down: queued coordinator calls start nothing
             return
         try:
-            config = ConnectorConfig.from_properties(props, self.settings)
+            resolved = self.providers.resolve(props)  # config providers: ${file:…} etc.
+            config = ConnectorConfig.from_properties(resolved, self.settings)
             connector = connector_class(config.connector_class)()
         except Exception as exc:
             self.log.error("connector cannot start", connector=name, error=str(exc))
@@ -167,9 +173,9 @@ class Supervisor:
         actor = ConnectorActor(
             name,
             connector,
-            props,
+            resolved,
             config.tasks_max,
-            on_task_configs=self.leader.submit_task_configs,
+            on_task_configs=task_configs_sink(props, self.leader.submit_task_configs),
             status=partial(self._connector_status, name),
             retry_backoff=self.settings.retry_backoff_ms / 1000,
         )
@@ -265,6 +271,8 @@ class Supervisor:
 
     def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
         s = self.settings
+        spec = replace(spec, config=self.providers.resolve(spec.config))  # ${file:…} etc.
+        props = self.providers.resolve(props)
         config = ConnectorConfig.from_properties(props, s)
         task = connector_class(config.connector_class)().task_class()()
         client = config.client_config(s)
@@ -296,6 +304,7 @@ class Supervisor:
             clock=self.clock,
             startup_slots=self._startup_slots,
             batch_size=producer_batch_size(len(self._tasks) + 1),
+            explain=partial(explain, s, {spec.connector: props}, declared_topics),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)

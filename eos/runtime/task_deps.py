@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 StatusSink = Callable[[State, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
 
+Explain = Callable[[BaseException], Awaitable[BaseException]]
+"""Turns a task's failure into the error its status shows."""
+
 OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
 """Receives the offset records of each commit (the offset mirror); must not block."""
 
@@ -126,4 +129,7 @@ class TaskDeps:
     batch_size: int = 262144
     """The producer's ``batch.size`` unless the user set one (sized by the worker from
     its task count: docs/sizing.md)."""
+    explain: Explain | None = None
+    """Turns a failure into the error the status shows (an authorization error becomes
+    the ACLs that are missing: :func:`eos.acls.denied.explain`)."""
     make_producer: ProducerFactory = make_task_producer

@@ -27,6 +27,9 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from eos.acls.denied import check_worker_access
+from eos.acls.rules import output_topics as declared_topics
+from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
 from eos.errors import (
     EosError,
@@ -58,6 +61,7 @@ from eos.runtime.coordinator.timers import Timers
 from eos.runtime.coordinator.watcher import ConfigWatcher
 from eos.runtime.health import HealthMonitor
 from eos.runtime.leader_client import LeaderClient
+from eos.runtime.lso_monitor import LsoMonitor, output_topics
 from eos.runtime.membership import Membership, MembershipSettings, RejoinSignal
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
@@ -107,12 +111,26 @@ class Worker:
         )
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
         self.topics = TopicTracker(s, self.status_log, self.config_log, self.clock)
+        self.providers = ConfigProviders.from_worker(s.raw)
+        """Resolves ``${file:…}``-style variables where a connector or task starts."""
         self.kafka_cluster_id: str | None = None
         self.health = HealthMonitor(self.clock, detail=lambda: self.state.error)
         """What ``GET /health`` answers (:mod:`eos.runtime.health`)."""
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
         self._wire_cluster()
+        self.lso = LsoMonitor(
+            client,
+            self.observer,
+            lambda: output_topics(
+                {c for c, _ in self.supervisor.running_tasks()},
+                self.config_log.snapshot.connectors,
+                self.status_log,
+                declared_topics,
+            ),
+            interval=s.lso_check_interval_ms / 1000,
+            clock=self.clock,
+        )
 
     def _wire_cluster(self) -> None:
         """The coordinator's duties, the supervisor and the membership: the shared pieces
@@ -136,6 +154,7 @@ class Worker:
             leader=LeaderRequests(state, self.link, self.writes, self.rounds),
             topics=self.topics,
             resources=self.resources,
+            providers=self.providers,
             observer=self.observer,
             clock=self.clock,
             book=book,
@@ -193,6 +212,7 @@ class Worker:
         group = self.settings.group_id
         self.health.enter("creating its internal topics")
         await self._create_internal_topics()
+        await check_worker_access(self.settings)  # every missing ACL named (docs/security.md)
         self.health.enter("reading its config and status topics")
         stack = AsyncExitStack()
         try:
@@ -206,6 +226,7 @@ class Worker:
                 await tg.start(self.supervisor.run)
                 self.health.watch("the supervisor", self.supervisor.ping)
                 await tg.start(self.topics.run)
+                tg.start_soon(self.lso.run)
                 await tg.start(self.coordinator.run)
                 self.health.watch("the coordinator", self.inbox.ping, self.inbox.busy_with)
                 membership = anyio.CancelScope()
@@ -415,7 +436,10 @@ class Worker:
 
     def problems(self, props: Mapping[str, str]) -> dict[str, list[str]]:
         """Every setting of the framework and the connector → its problems (often none),
-        for this worker's settings (e.g. its exactly-once mode)."""
+        for this worker's settings (e.g. its exactly-once mode); variables resolved."""
+        return self.providers.checked(props, self._problems)
+
+    def _problems(self, props: Mapping[str, str]) -> dict[str, list[str]]:
         try:
             connector = connector_class(props.get("connector.class", ""))()
         except PluginError as exc:

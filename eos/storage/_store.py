@@ -20,7 +20,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import structlog
 
-from eos.errors import ReadToEndTimeout
 from eos.kafka.clients import ClientConfig
 from eos.kafka.lifecycle import AsyncService
 from eos.kafka.log import TopicReader
@@ -178,7 +177,7 @@ class TopicStore(AsyncService, Generic[S]):
                 records = await self._reader.read_to_end(
                     self._read_timeout if timeout is None else timeout
                 )
-            except ReadToEndTimeout:
+            except Exception:  # timed out, or refused (e.g. an ACL): the next read starts afresh
                 self._rebuild = True
                 raise
             for record in records:

@@ -45,8 +45,10 @@ from typing import Any
 import anyio
 import structlog
 from aiokafka import AIOKafkaProducer
+from aiokafka import errors as kerrors
 
-from eos.errors import FencedError, RetriableError
+from eos.errors import AccessDenied, FencedError, RetriableError
+from eos.kafka.acls import refused_transactional_id
 from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
 from eos.kafka.transactional_ids import leader_transactional_id
 from eos.storage._store import Record, TopicStore
@@ -341,7 +343,16 @@ class ConfigLog(TopicStore[ConfigState]):
         async with self._write_lock:
             await self._drop_producer()
             self._fenced = False
-            await self._started_producer()
+            try:
+                await self._started_producer()
+            except kerrors.TransactionalIdAuthorizationFailed as exc:
+                await self._drop_producer()
+                raise self._refused() from exc
+
+    def _refused(self) -> AccessDenied:
+        return refused_transactional_id(
+            self._client_config, self.transactional_id, "the config topic's transactional writer"
+        )
 
     async def _write(self, *records: Record) -> int:
         """Write ``records`` in one transaction; the offset of the last one."""
@@ -359,6 +370,9 @@ class ConfigLog(TopicStore[ConfigState]):
                     for delivery in sent:  # in order: the last one's offset is returned
                         metadata = await delivery
                     await producer.commit_transaction()
+            except kerrors.TransactionalIdAuthorizationFailed as exc:
+                await self._drop_producer()
+                raise self._refused() from exc
             except FENCED_ERRORS as exc:
                 self._fenced = True
                 await self._drop_producer()

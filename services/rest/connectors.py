@@ -22,6 +22,7 @@ from eos.storage.config_log import ConfigSnapshot, TargetState
 from eos.storage.status_log import Status
 from services.rest.errors import guard, json_object
 from services.rest.forwarding import leader_only
+from services.rest.hidden import hidden, kept
 
 
 def _worker(request: Request) -> Worker:
@@ -32,7 +33,7 @@ def _worker(request: Request) -> Worker:
 def _info(name: str, snap: ConfigSnapshot) -> dict[str, Any]:
     return {
         "name": name,
-        "config": dict(snap.connectors[name]),
+        "config": hidden(snap.connectors[name]),
         "tasks": [{"connector": name, "task": i} for i in range(len(snap.tasks(name)))],
         "type": "source",
     }
@@ -110,6 +111,7 @@ async def create_connector(request: Request) -> Response:
     props = {str(k): str(v) for k, v in config.items()}
     if "name" in props and props["name"] != name:
         raise ConfigError("name", props["name"], f"must match the connector name {name!r}")
+    props = kept(props, None)
     initial = _initial_state(body.get("initial_state"))
     worker.require_leader()
     if name in (await worker.snapshot()).connectors:
@@ -141,7 +143,7 @@ async def get_connector(request: Request) -> Response:
 
 async def get_config(request: Request) -> Response:
     name = request.path_params["name"]
-    return JSONResponse(dict((await _existing(_worker(request), name)).connectors[name]))
+    return JSONResponse(hidden((await _existing(_worker(request), name)).connectors[name]))
 
 
 async def put_config(request: Request) -> Response:
@@ -156,6 +158,7 @@ async def put_config(request: Request) -> Response:
             f"Connector name configuration ({props['name']}) doesn't match connector name "
             f"in the URL ({name})",
         )
+    props = kept(props, (await worker.snapshot()).connectors.get(name))
     created = await worker.put_connector(name, props)
     snap = await worker.snapshot()
     return JSONResponse(_info(name, snap), status_code=201 if created else 200)
@@ -166,13 +169,14 @@ async def patch_config(request: Request) -> Response:
     worker = _worker(request)
     name = request.path_params["name"]
     patch = await json_object(request)
-    props = dict((await _existing(worker, name)).connectors[name])
+    stored = (await _existing(worker, name)).connectors[name]
+    props = dict(stored)
     for key, value in patch.items():
         if value is None:
             props.pop(str(key), None)
         else:
             props[str(key)] = str(value)
-    await worker.put_connector(name, props)
+    await worker.put_connector(name, kept(props, stored))
     return JSONResponse(_info(name, await worker.snapshot()))
 
 
@@ -201,9 +205,10 @@ def _task_number(request: Request) -> int:
 async def get_tasks(request: Request) -> Response:
     name = request.path_params["name"]
     snap = await _existing(_worker(request), name)
+    cls = snap.connectors[name].get("connector.class", "")
     return JSONResponse(
         [
-            {"id": {"connector": name, "task": i}, "config": dict(c)}
+            {"id": {"connector": name, "task": i}, "config": hidden(c, cls)}
             for i, c in enumerate(snap.tasks(name))
         ]
     )

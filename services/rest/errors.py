@@ -11,7 +11,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from eos.acls.denied import explain, refused
+from eos.acls.rules import output_topics
 from eos.errors import (
+    AccessDenied,
     ConfigError,
     ConflictError,
     EosError,
@@ -40,6 +43,8 @@ def error_response(exc: Exception) -> JSONResponse:
         return error(400, str(exc))
     if isinstance(exc, WorkerStartingError):
         return error(503, str(exc))
+    if isinstance(exc, AccessDenied):
+        return error(403, str(exc))
     if isinstance(exc, ReadToEndTimeout):
         return error(500, f"Request timed out: {exc}")
     if isinstance(exc, EosError):
@@ -55,6 +60,11 @@ def guard(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except Exception as exc:
+            if refused(exc):  # an authorization error: the ACLs that are missing
+                worker = request.app.state.worker
+                connectors = (await worker.snapshot()).connectors
+                explained = await explain(worker.settings, connectors, output_topics, exc)
+                return error_response(explained if isinstance(explained, Exception) else exc)
             return error_response(exc)
 
     return guarded

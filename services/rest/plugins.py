@@ -32,6 +32,7 @@ from eos.runtime.worker import Worker
 from eos.transforms import registry as transforms_registry
 from eos.transforms import validation as transforms
 from services.rest.errors import guard, json_object
+from services.rest.hidden import hidden
 
 
 def _plugin(name: str) -> type[SourceConnector]:
@@ -105,7 +106,8 @@ async def validate(request: Request) -> Response:
     props.setdefault("connector.class", _class_path(cls))
     problems = worker.problems(props)
     keys = CONNECTOR_CONFIG.merged(cls().config_def()).merged(transforms.definitions(props))
-    return JSONResponse(_validation(_class_path(cls), keys, props, problems))
+    shown = hidden(props, props["connector.class"])
+    return JSONResponse(_validation(_class_path(cls), keys, shown, problems))
 
 
 def _validation(

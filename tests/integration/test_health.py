@@ -50,7 +50,11 @@ async def until(
     started = time.monotonic()
     with anyio.fail_after(timeout):
         while True:
-            status, body = await health(http)
+            try:
+                status, body = await health(http)
+            except httpx.ConnectError:  # the worker's listener is not bound yet
+                await anyio.sleep(0.1)
+                continue
             if status == code and says in body["message"]:
                 return body, time.monotonic() - started
             await anyio.sleep(0.2)

@@ -99,7 +99,9 @@ async def running_worker(
 
 
 def write_properties(path: Path, props: Mapping[str, str]) -> Path:
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    """A Java properties file (a value's line breaks escaped, e.g. inline PEM)."""
+    lines = (f"{key}={value}".replace("\n", "\\n") for key, value in props.items())
+    path.write_text("".join(f"{line}\n" for line in lines))
     return path
 
 

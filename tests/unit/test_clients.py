@@ -6,7 +6,7 @@ import pytest
 
 from eos.errors import ConfigError
 from eos.kafka import ClientConfig
-from eos.kafka.clients import is_common_client_setting
+from eos.kafka.clients import is_client_setting
 
 
 def test_layers_and_overrides() -> None:
@@ -59,10 +59,10 @@ def test_bad_value_names_the_key() -> None:
     "key", ["bootstrap.servers", "security.protocol", "sasl.jaas.config", "ssl.truststore.location"]
 )
 def test_settings_every_client_takes(key: str) -> None:
-    assert is_common_client_setting(key)
+    assert is_client_setting(key)
     assert ClientConfig.from_properties({key: "x"}).common == {key: "x"}
 
 
 @pytest.mark.parametrize("key", ["linger.ms", "group.id", "producer.linger.ms", "ssl.unknown"])
 def test_settings_of_one_client_or_none(key: str) -> None:
-    assert not is_common_client_setting(key)
+    assert not is_client_setting(key)

@@ -316,6 +316,7 @@ def test_package_exports() -> None:
         "connector",
         "definition",
         "files",
+        "providers",
         "rest_security",
         "worker",
         "worker_settings",

@@ -11,7 +11,9 @@ from metrics import PrometheusObserver
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "monitoring.md"
-ALLOWED_LABELS = {"connector", "task", "state", "reason", "event", "protocol", "cause"}
+ALLOWED_LABELS = {
+    "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition"
+}  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
     "eos_task_transaction_size_max",
@@ -33,6 +35,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     observer.task_count_record_written("c")
     observer.auto_restarted("c", 0, 1)
     observer.auto_restarted("c", None, 1)
+    observer.last_stable_offsets({("t", 0): (1, 2.0)})
     found = {}
     for family in observer.registry.collect():
         name = family.name + ("_total" if family.type == "counter" else "")

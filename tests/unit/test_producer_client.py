@@ -78,14 +78,13 @@ def test_missing_package_is_a_startup_error_naming_it(monkeypatch: pytest.Monkey
 
 def test_settings_in_librdkafka_names_and_ignored_ones_named() -> None:
     config = ClientConfig(
-        {"bootstrap.servers": "b:9092", "ssl.cafile": "/ca.pem"},
+        {"bootstrap.servers": "b:9092"},
         {"max.request.size": "2000000", "linger.ms": "5", "buffer.memory": "1"},
     )
     with capture_logs() as logs:
         settings = librdkafka_settings(config)
     assert settings == {
         "bootstrap.servers": "b:9092",
-        "ssl.ca.location": "/ca.pem",
         "message.max.bytes": "2000000",
         "linger.ms": "5",
     }

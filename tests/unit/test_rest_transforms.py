@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from eos.config import WorkerConfig
+from eos.config.providers import ConfigProviders
 from eos.runtime.worker import Worker
 from services.rest import build_app
 
@@ -25,7 +26,10 @@ BASE = {
 
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    worker = SimpleNamespace(settings=WorkerConfig.from_properties(BASE))
+    worker = SimpleNamespace(
+        settings=WorkerConfig.from_properties(BASE), providers=ConfigProviders.from_worker({})
+    )
+    worker._problems = lambda props: Worker._problems(cast(Worker, worker), props)
     worker.problems = lambda props: Worker.problems(cast(Worker, worker), props)
     transport = httpx.ASGITransport(app=build_app(cast(Worker, worker)))
     async with httpx.AsyncClient(transport=transport, base_url="http://eos") as http:

@@ -8,25 +8,16 @@ librdkafka does not know is dropped with a warning naming it and the client, as
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 import structlog
 
+from eos.kafka.client_security import Security, is_security_setting
 from eos.kafka.clients import ClientConfig
 
 log = structlog.get_logger(__name__)
 
-RENAMED: Final = {
-    "ssl.cafile": "ssl.ca.location",
-    "ssl.truststore.location": "ssl.ca.location",
-    "ssl.certfile": "ssl.certificate.location",
-    "ssl.keystore.location": "ssl.certificate.location",
-    "ssl.keyfile": "ssl.key.location",
-    "ssl.password": "ssl.key.password",
-    "max.request.size": "message.max.bytes",
-    "sasl.mechanism": "sasl.mechanisms",
-}
+RENAMED: Final = {"max.request.size": "message.max.bytes"}
 """Kafka (and eos) names whose librdkafka name differs."""
 
 PASSED: Final = frozenset(
@@ -53,19 +44,18 @@ PASSED: Final = frozenset(
 _IGNORED_SILENTLY: Final = frozenset(
     {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
 )
-_JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
 
 
 def librdkafka_settings(config: ClientConfig) -> dict[str, str]:
     """The common and producer layers of ``config`` in librdkafka's names."""
-    settings: dict[str, str] = {}
-    for key, value in {**config.common, **config.producer}.items():
+    props = {**config.common, **config.producer}
+    settings = Security(props).librdkafka()  # security.protocol, sasl.*, ssl.* as Kafka reads them
+    for key, value in props.items():
         name = RENAMED.get(key, key)
+        if is_security_setting(key):
+            continue
         if name in PASSED:
             settings[name] = value
-        elif key == "sasl.jaas.config":
-            for field, found in _JAAS.findall(value):
-                settings.setdefault(f"sasl.{field}", found)
         elif key not in _IGNORED_SILENTLY:
             log.warning(
                 "client setting not supported, ignored",
