@@ -311,5 +311,13 @@ def test_package_exports() -> None:
         "load_yaml",
     }
     public = {name for name in vars(eos.config) if not name.startswith("_")}
-    submodules = {"connector", "definition", "files", "rest_security", "worker", "worker_settings"}
+    submodules = {
+        "connector",
+        "definition",
+        "error_handling",
+        "files",
+        "rest_security",
+        "worker",
+        "worker_settings",
+    }
     assert public - submodules == expected

@@ -124,6 +124,7 @@ async def test_validate_refuses_value_transforms_on_encoded_rows(
         "name": "v",
         "topic": "out",
         "output": "blocks",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",  # schemas: no reader
         "transforms": "key,route",
         "transforms.key.type": "ValueToKey",
         "transforms.key.fields": "seqno",
@@ -144,6 +145,11 @@ async def test_validate_refuses_value_transforms_on_encoded_rows(
     ]
     assert errors["transforms.route.type"] == []
     config["output"] = "records"
+    answer = (
+        await client.put("/connector-plugins/VerifiableSource/config/validate", json=config)
+    ).json()
+    assert answer["error_count"] == 0
+    config.update({"output": "blocks", "value.converter": "json"})  # schemaless: read back
     answer = (
         await client.put("/connector-plugins/VerifiableSource/config/validate", json=config)
     ).json()
