@@ -224,7 +224,8 @@ class SourceTaskRunner(ABC):
             await self.prepare_to_poll()
             batch = await self._poll()
             self._raise_background_error()
-            if not batch:
+            if not batch:  # a poll that returned at once must not starve the event loop
+                await anyio.lowlevel.checkpoint()
                 continue
             await self._dispatch(batch)
             await self.batch_dispatched()

@@ -6,6 +6,7 @@ confluent-kafka expects base64, so its Protobuf deserializer is given the compil
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -34,13 +35,29 @@ def schema_id(data: bytes) -> int:
     return int.from_bytes(data[1:5], "big")
 
 
+@functools.cache
+def client(url: str) -> SchemaRegistryClient:
+    """One client per registry (each keeps its connections open: a client per read would
+    exhaust the registry's after a few hundred)."""
+    return SchemaRegistryClient({"url": url})
+
+
+@functools.cache
+def _avro(url: str) -> Any:
+    return AvroDeserializer(client(url))
+
+
+@functools.cache
+def _json(url: str) -> Any:
+    return JSONDeserializer(None, schema_registry_client=client(url))
+
+
 def read_avro(url: str, topic: str, data: bytes, key: bool = False) -> Any:
-    return AvroDeserializer(SchemaRegistryClient({"url": url}))(data, context(topic, key))
+    return _avro(url)(data, context(topic, key))
 
 
 def read_json(url: str, topic: str, data: bytes) -> Any:
-    reader = JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": url}))
-    return reader(data, context(topic))
+    return _json(url)(data, context(topic))
 
 
 def protobuf_class(url: str, data: bytes, message: str, workdir: Path) -> Any:
