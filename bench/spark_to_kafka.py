@@ -104,13 +104,9 @@ def resolve_writer_jars(version: str) -> tuple[list[str], str]:
     raise RuntimeError(f"spark-sql-kafka not resolvable from Maven Central (tried {tried})")
 
 
-def spark_writer(
-    data: Path, bootstrap: str, topic: str, cores: int, jars: list[str], cpu: CpuMeter
-) -> float:
-    """Seconds Spark's own Kafka writer takes for the dataset (session start excluded);
-    ``cpu`` measures the same span."""
+def writer_session(cores: int, jars: list[str], extra: Mapping[str, str] | None = None) -> Any:
+    """A Spark session on local[``cores``] with Spark's Kafka writer (``jars``) loaded."""
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     builder = SparkSession.builder.master(f"local[{cores}]").appName("bench-spark-writer")
     for key, value in {
@@ -118,22 +114,38 @@ def spark_writer(
         "spark.jars": ",".join(jars),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        **(extra or {}),
     }.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    return builder.getOrCreate()
+
+
+def timed_kafka_write(df: Any, bootstrap: str, topic: str, cpu: CpuMeter) -> float:
+    """Seconds Spark's Kafka writer takes for ``df``'s rows (key ``id``, value the row as
+    JSON); ``cpu`` measures the same span."""
+    from pyspark.sql import functions as F
+
+    out = df.select(
+        F.col("id").cast("string").alias("key"), F.to_json(F.struct("*")).alias("value")
+    )
+    cpu.start()
+    start = time.perf_counter()
+    out.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
+        "topic", topic
+    ).save()
+    took = time.perf_counter() - start
+    cpu.mark()
+    return took
+
+
+def spark_writer(
+    data: Path, bootstrap: str, topic: str, cores: int, jars: list[str], cpu: CpuMeter
+) -> float:
+    """Seconds Spark's own Kafka writer takes for the dataset (session start excluded);
+    ``cpu`` measures the same span."""
+    spark = writer_session(cores, jars)
     try:
-        df = spark.read.parquet(str(data))
-        out = df.select(
-            F.col("id").cast("string").alias("key"), F.to_json(F.struct("*")).alias("value")
-        )
-        cpu.start()
-        start = time.perf_counter()
-        out.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
-            "topic", topic
-        ).save()
-        took = time.perf_counter() - start
-        cpu.mark()
-        return took
+        return timed_kafka_write(spark.read.parquet(str(data)), bootstrap, topic, cpu)
     finally:
         spark.stop()
 

@@ -66,6 +66,10 @@ class Progress:
     done: anyio.Event = field(default_factory=anyio.Event)
     cpu: CpuMeter | None = None
     """Measures CPU from the first poll to the last commit, when given."""
+    from_any_poll: bool = False
+    """Start the clock at the first poll even if it returned nothing (a source whose
+    first records take a long read, which must be timed too); else at the first poll
+    that returned records."""
 
     @property
     def seconds(self) -> float:
@@ -78,7 +82,7 @@ class CountingTask(NullTaskObserver):
         self.p = progress
 
     def poll_completed(self, records: int, seconds: float) -> None:
-        if records and self.p.first_poll is None:
+        if (records or self.p.from_any_poll) and self.p.first_poll is None:
             self.p.first_poll = time.perf_counter() - seconds
             if self.p.cpu is not None:
                 self.p.cpu.start()

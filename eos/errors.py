@@ -32,7 +32,10 @@ that *this instance* has been superseded (``zombie``)::
     └── DevKafkaError                the local development broker cannot be assembled or run
 
 Rules: a :class:`FencedError` is never retried and a fenced task writes no
-status; only :class:`RetriableError` subclasses are retried.
+status; only :class:`RetriableError` subclasses are retried. A connector or task
+that failed with an error whose ``heals`` is False (a bad setting, a missing
+plugin, a connector bug that repeats) is not restarted automatically: restarting
+cannot help until a person fixes the cause (:mod:`eos.runtime.auto_restart`).
 """
 
 from __future__ import annotations
@@ -45,10 +48,15 @@ class EosError(Exception):
 
     retriable: bool = False
     zombie: bool = False
+    heals: bool = True
+    """Whether restarting the failed connector or task may help (False: it fails the
+    same way until someone changes something)."""
 
 
 class ConfigError(EosError):
     """A setting has an invalid value; raised by config parsing and validation."""
+
+    heals = False
 
     def __init__(self, key: str, value: object, allowed: str) -> None:
         self.key = key
@@ -59,6 +67,8 @@ class ConfigError(EosError):
 
 class ValidationError(EosError):
     """A connector configuration is invalid; ``problems`` maps each setting to its errors."""
+
+    heals = False
 
     def __init__(self, problems: Mapping[str, list[str]]) -> None:
         self.problems = {k: list(v) for k, v in problems.items() if v}
@@ -74,6 +84,8 @@ class ValidationError(EosError):
 class PluginError(EosError):
     """A connector plugin cannot be found by alias, entry point or class path, or
     does not subclass the expected API class."""
+
+    heals = False
 
 
 class RetriableError(EosError):
@@ -165,6 +177,8 @@ class TransactionAbortable(TaskError):
 class TransactionRequestError(TaskError):
     """A connector asked to both commit and abort the same batch or record."""
 
+    heals = False
+
 
 class FencingError(EosError):
     """Fencing some transactional ids failed. ``failures`` maps each id that
@@ -191,6 +205,8 @@ class ConflictError(EosError):
 class RequestTooLargeError(EosError):
     """An internal request's body is larger than the receiving worker's
     ``rest.max.request.bytes`` (413): retrying cannot help until that is raised."""
+
+    heals = False
 
 
 class WorkerStartingError(EosError):

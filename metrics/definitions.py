@@ -69,6 +69,8 @@ class TaskMetrics:
     last_commit_age: Gauge
     last_commit_timestamp: Gauge
     events: Counter
+    auto_restarts: Counter
+    auto_restarting: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> TaskMetrics:
@@ -190,6 +192,16 @@ class TaskMetrics:
                 "changed_files: files found changed after they were read).",
                 "event",
             ),
+            auto_restarts=counter(
+                "eos_task_auto_restarts_total",
+                "Automatic restarts of the failed task on this worker (the series lives "
+                "while the task is assigned here, across its restarts).",
+            ),
+            auto_restarting=gauge(
+                "eos_task_auto_restarting",
+                "Automatic restarts of the task in a row, as its status shows them: 0 once "
+                "it has run as long as its last backoff without failing.",
+            ),
         )
 
 
@@ -218,6 +230,8 @@ class WorkerMetrics:
     offset_mirror_pending: Gauge
     thread_pool_busy: Gauge
     thread_pool_queued: Gauge
+    connector_auto_restarts: Counter
+    connector_auto_restarting: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
@@ -328,6 +342,17 @@ class WorkerMetrics:
             thread_pool_queued=Gauge(
                 "eos_worker_thread_pool_queued_calls",
                 "Blocking calls waiting for a thread.",
+                registry=registry,
+            ),
+            connector_auto_restarts=by_connector(
+                "eos_worker_connector_auto_restarts_total",
+                "Automatic restarts of the failed connector (its instance, not its tasks) "
+                "on this worker.",
+            ),
+            connector_auto_restarting=Gauge(
+                "eos_worker_connector_auto_restarting",
+                "Automatic restarts of the connector in a row, as its status shows them.",
+                ("connector",),
                 registry=registry,
             ),
         )

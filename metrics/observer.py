@@ -413,3 +413,35 @@ class PrometheusObserver:
     def thread_pool(self, busy: int, queued: int) -> None:
         self._m.thread_pool_busy.set(busy)
         self._m.thread_pool_queued.set(queued)
+
+    def _auto_restart_series(self, connector: str, task: int | None) -> tuple[Counter, Gauge]:
+        """The restart counter and in-a-row gauge of a connector (task None) or task
+        (created, the counter at 0, on first use)."""
+        if task is None:
+            m = self._m
+            return (
+                m.connector_auto_restarts.labels(connector),
+                m.connector_auto_restarting.labels(connector),
+            )
+        t, labels = self._task_metrics, (connector, str(task))
+        return t.auto_restarts.labels(*labels), t.auto_restarting.labels(*labels)
+
+    @_never_raises
+    def auto_restarted(self, connector: str, task: int | None, in_a_row: int) -> None:
+        counter, gauge = self._auto_restart_series(connector, task)
+        counter.inc()
+        gauge.set(in_a_row)
+
+    @_never_raises
+    def auto_restarts_in_a_row(self, connector: str, task: int | None, in_a_row: int) -> None:
+        self._auto_restart_series(connector, task)[1].set(in_a_row)
+
+    @_never_raises
+    def auto_restart_forgotten(self, connector: str, task: int | None) -> None:
+        if task is None:
+            self._m.connector_auto_restarts.remove(connector)
+            self._m.connector_auto_restarting.remove(connector)
+            return
+        labels = (connector, str(task))
+        self._task_metrics.auto_restarts.remove(*labels)
+        self._task_metrics.auto_restarting.remove(*labels)

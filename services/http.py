@@ -4,15 +4,20 @@ API on ``listeners`` (http or https) and for Prometheus on ``metrics.listeners``
 Every listener is bound by :func:`listen` before the worker starts anything else,
 so a taken address stops the process with one line naming it and the setting
 (uvicorn itself would exit the process). uvicorn's own signal handling is
-switched off: the service entry point owns signals.
+switched off: the service entry point owns signals. A plain ``http://`` REST
+listener given a health check is accepted by a :class:`~services.front_door.FrontDoor`
+thread, which answers ``GET /health`` even while the event loop is blocked and hands
+every other connection to uvicorn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -21,6 +26,7 @@ import anyio.to_thread
 import httpx
 import uvicorn
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,7 +36,9 @@ from starlette.routing import Route
 from eos.config.rest_security import RestTls
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
+from eos.runtime.health import Health
 from metrics import metrics_response
+from services.front_door import FrontDoor
 
 METRICS_LISTENERS = "metrics.listeners"
 METRICS_PREFIX = "metrics."
@@ -39,6 +47,7 @@ SHUTDOWN_TIMEOUT = 5
 """Seconds a stopping server waits for requests in progress before closing them."""
 BACKLOG = 2048
 """Connections a listener queues before they are accepted (uvicorn's default)."""
+HealthCheck = Callable[[], Health]
 
 
 class HttpServer(uvicorn.Server):
@@ -52,6 +61,15 @@ class HttpServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    def protocol(self) -> asyncio.Protocol:
+        """A protocol instance for one accepted connection, as uvicorn makes them for the
+        sockets it accepts itself (for connections a front door hands over)."""
+        config = self.config
+        made: asyncio.Protocol = config.http_protocol_class(  # type: ignore[call-arg]
+            config=config, server_state=self.server_state, app_state=self.lifespan.state
+        )
+        return made
 
     @property
     def port(self) -> int:
@@ -131,31 +149,74 @@ def http_server(app: Starlette, listener: Listener) -> HttpServer:
     return HttpServer(_Config(app, listener.ssl), listener)
 
 
-async def serve(server: HttpServer, *, task_status: TaskStatus[int]) -> None:
+async def serve(
+    server: HttpServer, *, task_status: TaskStatus[int], health: HealthCheck | None = None
+) -> None:
     """Serve until cancelled; ready (with the bound port) once it accepts requests.
+    With ``health`` (and plain http), a front door accepts the connections.
 
     Cancelling stops the server the way uvicorn expects (``should_exit``): it closes
     its socket and connections itself, within :data:`SHUTDOWN_TIMEOUT`, so that a
     worker restarted on the same port can bind it again."""
     done = anyio.Event()
+    listener = server.listener
+    arrived, connections = anyio.create_memory_object_stream[socket.socket](math.inf)
+    door = None
+    if health is not None and listener.ssl is None:
+        loop = asyncio.get_running_loop()
+
+        def deliver(conn: socket.socket) -> None:  # on the loop
+            try:
+                arrived.send_nowait(conn)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                conn.close()  # the server is stopping
+
+        door = FrontDoor(
+            listener.sock, health, lambda conn: loop.call_soon_threadsafe(deliver, conn)
+        )
 
     async def run() -> None:
         with anyio.CancelScope(shield=True):  # uvicorn cleans up only when it exits itself
             try:
-                await server._serve(sockets=[server.listener.sock])
+                await server._serve(sockets=[] if door else [listener.sock])
             finally:
-                server.listener.close()
+                if door is not None:
+                    door.close()
+                listener.close()
                 done.set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
+    async def adopt() -> None:
+        loop = asyncio.get_running_loop()
+        async for conn in connections:
+            await loop.connect_accepted_socket(server.protocol, conn)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                while not server.started and not done.is_set():  # noqa: ASYNC110 - a flag
+                    await anyio.sleep(0.02)
+                if door is not None and server.started:
+                    tg.start_soon(adopt)
+                    door.start()
+                task_status.started(server.port if server.started else 0)
+                await done.wait()
+            finally:
+                server.should_exit = True
+                arrived.close()
+                tg.cancel_scope.cancel()
+    finally:
+        with connections:  # handed over while the server stopped: never served
+            for conn in _left(connections):
+                conn.close()
+
+
+def _left(connections: MemoryObjectReceiveStream[socket.socket]) -> Iterator[socket.socket]:
+    while True:
         try:
-            while not server.started and not done.is_set():  # noqa: ASYNC110 - a flag only
-                await anyio.sleep(0.02)
-            task_status.started(server.port if server.started else 0)
-            await done.wait()
-        finally:
-            server.should_exit = True
+            yield connections.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return
 
 
 def peer_client(settings: WorkerConfig, timeout: float) -> httpx.AsyncClient:
@@ -191,7 +252,12 @@ async def serve_metrics(
 
 
 async def serve_listener(
-    app: Starlette, listener: Listener, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    app: Starlette,
+    listener: Listener,
+    *,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    health: HealthCheck | None = None,
 ) -> None:
-    """Serve ``app`` on a bound ``listener`` until cancelled."""
-    await serve(http_server(app, listener), task_status=task_status)
+    """Serve ``app`` on a bound ``listener`` until cancelled; with ``health``, a plain
+    http listener answers ``GET /health`` from a thread of its own (:mod:`services.front_door`)."""
+    await serve(http_server(app, listener), task_status=task_status, health=health)

@@ -11,6 +11,7 @@ import gc
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import cast
 
 import anyio
@@ -105,8 +106,8 @@ async def _run(
         if prometheus and metrics_listener is not None:
             metrics_app = Starlette(routes=[metrics_route(prometheus.registry)])
             await tg.start(serve_listener, metrics_app, metrics_listener)
-        for listener in listeners:  # first: GET / tells why a worker cannot join
-            await tg.start(serve_listener, app, listener)
+        for listener in listeners:  # first: GET / and GET /health tell how start-up goes
+            await tg.start(partial(serve_listener, app, listener, health=worker.health.health))
         await tg.start(worker.run)
         for props in connector_configs:
             name = props.get("name", "")
@@ -121,11 +122,17 @@ async def _run(
 
 
 async def _stop_on_signals(worker: Worker) -> None:
+    """SIGTERM or SIGINT stops the worker gracefully; another one while it stops (a
+    second Ctrl-C, a group signal after the worker's own) changes nothing: the stop is
+    bounded by ``task.shutdown.graceful.timeout.ms`` already (docs/operations.md)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
-            log.info("signal received; stopping", signal=signal.Signals(signum).name)
+            name = signal.Signals(signum).name
+            if worker.stopping:
+                log.info("signal received again; already stopping", signal=name)
+                continue
+            log.info("signal received; stopping", signal=name)
             worker.stop()
-            return
 
 
 def tune_gc() -> None:

@@ -70,11 +70,12 @@ class ScriptedWorkload:
     ``orders`` commits on most ticks (more or fewer in waves) and sometimes aborts
     (connector, error; many errors during an "incident" from tick 700 to 1000);
     ``clicks`` commits every other tick and its producer gets fenced once;
-    ``payments`` runs a while, then FAILS. The worker rebalances every 5 s through
-    :data:`CLUSTER_STORY` (members join, leave and return, cooperative handovers,
-    work held back, this worker expelled once a cycle and the leadership moving),
-    leads, fences (one round of ``clicks`` fails), and reports lag, backlog and
-    pool use.
+    ``payments`` runs a while, then FAILS, and is restarted automatically three
+    times (failing again each time); the ``clicks`` connector is restarted once. The
+    worker rebalances every 5 s through :data:`CLUSTER_STORY` (members join, leave and
+    return, cooperative handovers, work held back, this worker expelled once a cycle
+    and the leadership moving), leads, fences (one round of ``clicks`` fails), and
+    reports lag, backlog and pool use.
     """
 
     observer: PrometheusObserver
@@ -107,6 +108,8 @@ class ScriptedWorkload:
                 if t == 60:
                     task.transaction_aborted(3, "error")
                     task.state_changed(State.FAILED)
+                if t in (60, 80, 140):  # restarted automatically; it fails again each time
+                    self.observer.auto_restarted("payments", 0, (60, 80, 140).index(t) + 1)
                 continue
             records = max(1, int(rng.gauss(40 * load, 10)))
             task.poll_completed(records, rng.uniform(0.001, 0.02))
@@ -133,6 +136,10 @@ class ScriptedWorkload:
         self._worker_step(t, rng)
 
     def _worker_step(self, t: int, rng: random.Random) -> None:
+        if t == 100:  # the clicks connector fails once, is restarted, and heals
+            self.observer.auto_restarted("clicks", None, 1)
+        if t == 200:
+            self.observer.auto_restarts_in_a_row("clicks", None, 0)
         if t == 30:
             self.tasks[("clicks", 0)].producer_fenced()
             self.tasks[("clicks", 0)].transaction_aborted(0, "shutdown")

@@ -12,16 +12,13 @@ or, outside pytest, ``with run_prometheus(targets, workdir) as prom: ...``.
 ``python -m tests.prometheus_server`` installs Prometheus (if needed) and prints the
 paths of ``prometheus`` and ``promtool``.
 
-Installing: ``apt-get update`` once, then ``apt-get install -y --no-install-recommends
-prometheus`` (needs root). Debian's ``policy-rc.d`` keeps the package's system
-service from starting; if that file is missing, one that says "don't start services"
-is put in place for the install and removed afterwards.
+Installing: :func:`tests.debian.ensure_installed` (``apt-get install prometheus`` as
+root, its system service kept from starting).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import time
@@ -38,6 +35,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from prometheus_client import CollectorRegistry
 
 from services.http import serve_metrics
+from tests.debian import ensure_installed
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 PROMTOOL = Path("/usr/bin/promtool")
@@ -45,8 +43,6 @@ REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy" / "prometheus"
 SCRAPE_CONFIG = DEPLOY / "prometheus.yml"
 ALERT_RULES = DEPLOY / "alerts.yml"
-_POLICY_RC = Path("/usr/sbin/policy-rc.d")
-_INSTALL_TIMEOUT = 600.0
 _START_TIMEOUT = 60.0
 
 
@@ -56,41 +52,8 @@ class PrometheusError(RuntimeError):
 
 def ensure_prometheus() -> tuple[Path, Path]:
     """``(prometheus, promtool)``; installs the Debian package when they are missing."""
-    if PROMETHEUS.exists() and PROMTOOL.exists():
-        return PROMETHEUS, PROMTOOL
-    if os.geteuid() != 0:
-        raise PrometheusError(
-            f"{PROMETHEUS} is missing and installing it needs root: "
-            "run `apt-get install prometheus` and try again"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    with _services_kept_down():
-        for cmd in (
-            ["apt-get", "update"],
-            ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
-        ):
-            done = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT
-            )
-            if done.returncode != 0:
-                raise PrometheusError(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
-    if not (PROMETHEUS.exists() and PROMTOOL.exists()):
-        raise PrometheusError(f"installed the prometheus package but {PROMETHEUS} is missing")
+    ensure_installed([PROMETHEUS, PROMTOOL], ["prometheus"])
     return PROMETHEUS, PROMTOOL
-
-
-@contextlib.contextmanager
-def _services_kept_down() -> Iterator[None]:
-    """Debian's way to install a package without starting its service."""
-    if _POLICY_RC.exists():
-        yield
-        return
-    _POLICY_RC.write_text("#!/bin/sh\nexit 101\n")
-    _POLICY_RC.chmod(0o755)
-    try:
-        yield
-    finally:
-        _POLICY_RC.unlink(missing_ok=True)
 
 
 def promtool(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

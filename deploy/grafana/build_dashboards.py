@@ -520,7 +520,23 @@ def overview() -> dash.Dashboard:
             targets(("sum by (state) (eos_task_state)", "{{state}}")),
             stack=True,
         ),
-        24,
+        12,
+        6,
+    )
+    lay.add(
+        timeseries(
+            "Automatic restarts in a row",
+            "Each failed connector or task restarted automatically: its restarts in a row "
+            "(as its status shows them); 0 once it has run as long as its last backoff.",
+            targets(
+                ("max by (connector, task) (eos_task_auto_restarting)", "{{connector}}/{{task}}"),
+                (
+                    "max by (connector) (eos_worker_connector_auto_restarting)",
+                    "{{connector}} (connector)",
+                ),
+            ),
+        ),
+        12,
         6,
     )
     lay.row("Throughput and transactions")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import structlog
 
+from eos.config.auto_restart import AUTO_RESTART_CONNECTOR_CONFIG
 from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
@@ -381,9 +382,11 @@ class ConnectorConfig:
         return topic
 
 
-CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig).merged(ERRORS_CONFIG)
-"""The framework's connector settings, ``errors.*`` included (the table in
-docs/configuration.md is generated from it)."""
+CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig).merged(
+    ERRORS_CONFIG.merged(AUTO_RESTART_CONNECTOR_CONFIG)
+)
+"""The framework's connector settings, ``errors.*`` and ``auto.restart.*`` included (the
+table in docs/configuration.md is generated from it)."""
 
 
 def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:

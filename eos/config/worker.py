@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import structlog
 
+from eos.config.auto_restart import AUTO_RESTART_WORKER_CONFIG
 from eos.config.definition import (
     ConfigDef,
     ConfigKey,
@@ -54,7 +55,9 @@ log = structlog.get_logger(__name__)
 
 TopicKind = Literal["config", "offset", "status"]
 
-WORKER_CONFIG: Final = definition_of(WorkerSettings).merged(REST_SECURITY_CONFIG)
+WORKER_CONFIG: Final = definition_of(WorkerSettings).merged(
+    REST_SECURITY_CONFIG.merged(AUTO_RESTART_WORKER_CONFIG)
+)
 """Every defined worker setting (the table in docs/configuration.md is generated from it)."""
 
 WORKER_PREFIXES: Final = (

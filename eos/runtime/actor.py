@@ -32,6 +32,8 @@ class Mailbox:
         self.name = name
         self._send, self._receive = anyio.create_memory_object_stream[_Envelope](size)
         self._serving = False
+        self.current: str | None = None
+        """The call being served now (its qualified name), for health reports."""
 
     async def ask(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
         reply_send, reply_receive = anyio.create_memory_object_stream[tuple[bool, Any]](1)
@@ -63,6 +65,7 @@ class Mailbox:
                 await self._handle(envelope)
 
     async def _handle(self, envelope: _Envelope) -> None:
+        self.current = getattr(envelope.call, "__qualname__", None) or repr(envelope.call)
         try:
             result = await envelope.call(*envelope.args)
             outcome: tuple[bool, Any] = (True, result)
@@ -70,6 +73,8 @@ class Mailbox:
             if envelope.reply is None:
                 log.error("actor call failed", actor=self.name, error=repr(exc), exc_info=exc)
             outcome = (False, exc)
+        finally:
+            self.current = None
         if envelope.reply is not None:
             async with envelope.reply:
                 # The asker may have gone away (cancelled): then nobody needs the answer.

@@ -51,6 +51,9 @@ class ConnectorActor:
         self._reconfigure = anyio.Event()
         self._failure: BaseException | None = None
         self.failed = False
+        self.failure: BaseException | None = None
+        """What failed the connector (with ``trace``), once it has failed."""
+        self.trace: str | None = None
         self.stopped = anyio.Event()
         self.log = structlog.get_logger(__name__).bind(connector=name)
 
@@ -77,11 +80,11 @@ class ConnectorActor:
                 if self._failure is not None:
                     raise self._failure
         except Exception as exc:
-            self.failed = True
+            self.failed, self.failure = True, exc
             self.log.error("connector failed", error=repr(exc))
-            trace = "".join(traceback.format_exception(exc))
+            self.trace = f"{exc}\n\n{''.join(traceback.format_exception(exc))}"
             with anyio.CancelScope(shield=True):
-                await self._status(State.FAILED, f"{exc}\n\n{trace}")
+                await self._status(State.FAILED, self.trace)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 try:

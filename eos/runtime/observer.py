@@ -103,6 +103,16 @@ class WorkerObserver(Protocol):
     def thread_pool(self, busy: int, queued: int) -> None:
         """Blocking-call pool (Spark reads): threads in use and calls waiting."""
 
+    def auto_restarted(self, connector: str, task: int | None, in_a_row: int) -> None:
+        """The failed connector (``task`` None) or task was restarted automatically, the
+        ``in_a_row``-th time in a row."""
+
+    def auto_restarts_in_a_row(self, connector: str, task: int | None, in_a_row: int) -> None:
+        """The connector's or task's automatic restarts in a row (0: it runs well again)."""
+
+    def auto_restart_forgotten(self, connector: str, task: int | None) -> None:
+        """The connector or task no longer runs here (its series may be removed)."""
+
 
 def rebalanced(generation: int, leader: bool, **details: object) -> Rebalanced:
     """A :class:`Rebalanced` with neutral details (tests, demos)."""
@@ -172,4 +182,13 @@ class NullObserver:
         pass
 
     def thread_pool(self, busy: int, queued: int) -> None:
+        pass
+
+    def auto_restarted(self, connector: str, task: int | None, in_a_row: int) -> None:
+        pass
+
+    def auto_restarts_in_a_row(self, connector: str, task: int | None, in_a_row: int) -> None:
+        pass
+
+    def auto_restart_forgotten(self, connector: str, task: int | None) -> None:
         pass

@@ -96,6 +96,7 @@ class SourceTaskRunner(ABC):
         )
         self.stopped = anyio.Event()
         self.state = State.UNASSIGNED
+        self.failure: tuple[BaseException, str] | None = None  # once FAILED: why, its trace
         self._stop_requested = False
         self._wait_scope: anyio.CancelScope | None = None  # start-up or poll: what a stop ends
         self._producer: TaskProducer | None = None
@@ -448,9 +449,9 @@ class SourceTaskRunner(ABC):
             await self.deps.status(state, trace)
 
     async def _fail(self, exc: BaseException) -> None:
-        trace = "".join(traceback.format_exception(exc))
+        self.failure = (exc, f"{exc}\n\n{''.join(traceback.format_exception(exc))}")
         self.log.error("task failed", error=str(exc))
-        await self._set_state(State.FAILED, f"{exc}\n\n{trace}")
+        await self._set_state(State.FAILED, self.failure[1])
 
 
 class _Background:

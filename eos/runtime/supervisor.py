@@ -8,8 +8,11 @@ readers (one shared reader per offsets topic on this worker), its start gate
 (:mod:`eos.runtime.start_gate`) and its producer's batch size. Stopping is
 two-phase with one deadline (``task.shutdown.graceful.timeout.ms``): every task is
 asked to stop and given until the deadline to commit what it polled; what is still
-running then is cancelled. A FAILED task stays until it is stopped, restarted or its
-connector removed: nothing is restarted behind the user's back.
+running then is cancelled. A FAILED connector or task stays until it is stopped,
+restarted (by a user, or by the auto-restart duty:
+:mod:`eos.runtime.coordinator.auto_restarts`) or its connector removed; the statuses
+written here carry what the :class:`~eos.runtime.auto_restart.RestartBook` says of
+its automatic restarts.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from eos.errors import ConflictError
 from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
 from eos.runtime.at_least_once_task import AtLeastOnceTask
+from eos.runtime.auto_restart import RestartBook, Unit
 from eos.runtime.clock import Clock
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.converters import make_converter
@@ -54,6 +58,15 @@ class _ConnectorUnit:
     props: Mapping[str, str]
     actor: ConnectorActor | None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    error: BaseException | None = None
+    """Why it could not even start (``actor`` None)."""
+
+    @property
+    def failure(self) -> tuple[BaseException | None, str | None] | None:
+        """What failed it and its trace, if it failed."""
+        if self.actor is None:
+            return self.error, str(self.error)
+        return (self.actor.failure, self.actor.trace) if self.actor.failed else None
 
 
 @dataclass
@@ -78,6 +91,7 @@ class Supervisor:
         resources: SharedResources,
         observer: WorkerObserver,
         clock: Clock,
+        book: RestartBook,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -88,11 +102,14 @@ class Supervisor:
         self.resources = resources
         self.observer = observer
         self.clock = clock
+        self.book = book
         self.log = log.bind(worker=settings.worker_id, group=settings.group_id)
         self.start_checks = StartChecks(settings, state, leader)
         self._startup_slots = anyio.CapacityLimiter(settings.task_startup_concurrency)
         self._connectors: dict[str, _ConnectorUnit] = {}
         self._tasks: dict[tuple[str, int], _TaskUnit] = {}
+        self._start_failures: dict[tuple[str, int], BaseException] = {}
+        """Tasks that could not even be built, and why."""
         self._offset_logs: dict[tuple[str, str], OffsetLog] = {}
         self._tg: TaskGroup | None = None
         self._closing = False
@@ -117,6 +134,14 @@ class Supervisor:
         for name in list(self._connectors):
             await self.stop_connector(name)
 
+    async def ping(self) -> None:
+        """Return once the supervisor's task group has run a no-op (for the health
+        monitor: the group that runs connectors and tasks is alive)."""
+        assert self._tg is not None
+        answered = anyio.Event()
+        self._tg.start_soon(_set, answered)
+        await answered.wait()
+
     def task_count(self) -> int:
         return len(self._tasks)
 
@@ -139,7 +164,7 @@ class Supervisor:
             connector = connector_class(config.connector_class)()
         except Exception as exc:
             self.log.error("connector cannot start", connector=name, error=str(exc))
-            self._connectors[name] = _ConnectorUnit(props, None)
+            self._connectors[name] = _ConnectorUnit(props, None, error=exc)
             self._tg.start_soon(self._connector_status, name, State.FAILED, str(exc))
             return
         actor = ConnectorActor(
@@ -169,13 +194,49 @@ class Supervisor:
             unit = self._connectors.get(name)
             return unit is not None and (unit.actor is None or unit.actor.failed)
         task = self._tasks.get((name, task_id))
-        return task is not None and task.runner.state is State.FAILED
+        if task is None:
+            return (name, task_id) in self._start_failures
+        return task.runner.state is State.FAILED
 
     async def report(self, name: str, task_id: int | None, state: State) -> None:
         if task_id is None:
             await self._connector_status(name, state, None)
         else:
             await self._task_status(TaskSpec(name, task_id, -1, {}), state, None)
+
+    def failures(self) -> dict[Unit, BaseException | None]:
+        """Every connector and task here that has FAILED → what failed it."""
+        found: dict[Unit, BaseException | None] = {
+            (name, None): failure[0]
+            for name, unit in self._connectors.items()
+            if (failure := unit.failure) is not None
+        }
+        for key, task in self._tasks.items():
+            if task.runner.state is State.FAILED and task.runner.failure is not None:
+                found[key] = task.runner.failure[0]
+        for key, error in self._start_failures.items():
+            found[key] = error
+        return found
+
+    async def refresh_status(self, name: str, task_id: int | None) -> None:
+        """Write the current status of a connector or task here again (with what the
+        restart book now says of it)."""
+        if task_id is None:
+            unit = self._connectors.get(name)
+            if unit is not None:
+                failure = unit.failure
+                state = State.RUNNING if failure is None else State.FAILED
+                await self._connector_status(name, state, None if failure is None else failure[1])
+            return
+        key = (name, task_id)
+        if key in self._start_failures:
+            spec = TaskSpec(name, task_id, -1, {})
+            await self._task_status(spec, State.FAILED, str(self._start_failures[key]))
+        elif (task := self._tasks.get(key)) is not None:
+            runner = task.runner
+            trace = None if runner.failure is None else runner.failure[1]
+            if runner.state is not State.UNASSIGNED:  # starting: it reports RUNNING itself
+                await self._task_status(task.spec, runner.state, trace)
 
     # ------------------------------------------------------------ Units (tasks)
 
@@ -189,6 +250,7 @@ class Supervisor:
         if self._closing:
             return
         spec = TaskSpec(name, task_id, generation, dict(config))
+        self._start_failures.pop((name, task_id), None)
         try:
             props = self.state.config.connectors.get(name)
             if props is None:
@@ -196,6 +258,7 @@ class Supervisor:
             runner = self._make_runner(spec, props)
         except Exception as exc:
             self.log.error("task cannot start", connector=name, task=task_id, error=str(exc))
+            self._start_failures[(name, task_id)] = exc
             self._tg.start_soon(self._task_status, spec, State.FAILED, str(exc))
             return
         unit = _TaskUnit(spec, runner)
@@ -261,8 +324,9 @@ class Supervisor:
         finally:
             unit.done.set()
             # A FAILED task stays assigned (and visible in metrics) until it is stopped,
-            # restarted or its connector removed, as in Kafka Connect: never restarted
-            # behind the user's back.
+            # restarted or its connector removed, as in Kafka Connect: the auto-restart
+            # duty finds it here (failures()) and restarts it through the same path as a
+            # user's restart, or leaves it FAILED and says why in its status.
             if unit.runner.state is not State.FAILED:
                 self._forget(unit)
 
@@ -275,6 +339,8 @@ class Supervisor:
 
     async def stop_tasks(self, tasks: Sequence[tuple[str, int]]) -> None:
         """Stop tasks in parallel: ask, wait until the graceful deadline, then cancel."""
+        for key in tasks:
+            self._start_failures.pop(key, None)
         units = [self._tasks[key] for key in tasks if key in self._tasks]
         if not units:
             return
@@ -300,7 +366,12 @@ class Supervisor:
     async def _task_status(self, spec: TaskSpec, state: State, trace: str | None) -> None:
         try:
             await self.status_log.put_task(
-                spec.connector, spec.task_id, state, trace, generation=self.state.generation
+                spec.connector,
+                spec.task_id,
+                state,
+                trace,
+                generation=self.state.generation,
+                auto_restart=self.book.status((spec.connector, spec.task_id)),
             )
         except Exception as exc:
             self.log.warning("status write failed", connector=spec.connector, error=repr(exc))
@@ -308,7 +379,11 @@ class Supervisor:
     async def _connector_status(self, name: str, state: State, trace: str | None) -> None:
         try:
             await self.status_log.put_connector(
-                name, state, trace, generation=self.state.generation
+                name,
+                state,
+                trace,
+                generation=self.state.generation,
+                auto_restart=self.book.status((name, None)),
             )
         except Exception as exc:
             self.log.warning("status write failed", connector=name, error=repr(exc))
@@ -323,6 +398,10 @@ class Supervisor:
 
 async def _create_topic(client: ClientConfig, name: str, replication_factor: int) -> None:
     await ensure_topic(client, name, partitions=1, replication_factor=replication_factor)
+
+
+async def _set(event: anyio.Event) -> None:
+    event.set()
 
 
 CLOSE_TIMEOUT = 10.0

@@ -7,7 +7,9 @@ offset mirror, the cluster state and the coordinator's duties
 (:mod:`eos.runtime.coordinator`), the group membership, the supervisor that runs
 this worker's connectors and tasks (:mod:`eos.runtime.supervisor`) and the
 active-topic tracker (:mod:`eos.runtime.topic_tracker`). Then it creates the
-internal topics and runs them all in its task group.
+internal topics and runs them all in its task group. Its health monitor
+(:mod:`eos.runtime.health`) follows the stages of start-up and asks the supervisor
+and the coordinator's mailbox every second whether they answer.
 
 Shutdown is two-phase with one deadline (``task.shutdown.graceful.timeout.ms``):
 the supervisor asks every task to stop and gives it until the deadline to commit
@@ -39,9 +41,11 @@ from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.assignors.base import AssignorSettings
 from eos.runtime.assignors.registry import make_assignor
+from eos.runtime.auto_restart import RestartBook
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.coordinator import ClusterState, ClusterView, Coordinator
+from eos.runtime.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.coordinator.config_writes import ConfigWrites
 from eos.runtime.coordinator.fencing import FencingRounds
 from eos.runtime.coordinator.group_listener import GroupListener
@@ -52,6 +56,7 @@ from eos.runtime.coordinator.session_keys import SessionKeys
 from eos.runtime.coordinator.shared import Shared
 from eos.runtime.coordinator.timers import Timers
 from eos.runtime.coordinator.watcher import ConfigWatcher
+from eos.runtime.health import HealthMonitor
 from eos.runtime.leader_client import LeaderClient
 from eos.runtime.membership import Membership, MembershipSettings, RejoinSignal
 from eos.runtime.observer import NullObserver, WorkerObserver
@@ -103,6 +108,8 @@ class Worker:
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
         self.topics = TopicTracker(s, self.status_log, self.config_log, self.clock)
         self.kafka_cluster_id: str | None = None
+        self.health = HealthMonitor(self.clock, detail=lambda: self.state.error)
+        """What ``GET /health`` answers (:mod:`eos.runtime.health`)."""
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
         self._wire_cluster()
@@ -113,12 +120,14 @@ class Worker:
         every collaborator is given at construction."""
         s, state = self.settings, self.state
         rejoin = RejoinSignal(s.group_id)
-        shared = Shared(s, state, Inbox(state), rejoin, Timers(), self.observer, self.clock)
+        self.inbox = Inbox(state)
+        shared = Shared(s, state, self.inbox, rejoin, Timers(), self.observer, self.clock)
         watcher = ConfigWatcher(
             self.config_log, self.observer, interval=s.heartbeat_interval_ms / 1000
         )
         self.writes = ConfigWrites(shared, watcher)
         self.rounds = FencingRounds(shared, self.writes)
+        book = RestartBook()  # the supervisor reports what the auto-restart duty decides
         self.supervisor = Supervisor(
             s,
             state,
@@ -129,6 +138,7 @@ class Worker:
             resources=self.resources,
             observer=self.observer,
             clock=self.clock,
+            book=book,
         )
         reconciler = Reconciler(state, self.supervisor)
         listener = GroupListener(
@@ -140,7 +150,12 @@ class Worker:
             rounds=self.rounds,
             keys=SessionKeys(shared, self.writes),
         )
-        self.coordinator = Coordinator(shared, watcher=watcher, reconciler=reconciler)
+        self.coordinator = Coordinator(
+            shared,
+            watcher=watcher,
+            reconciler=reconciler,
+            auto_restarts=AutoRestarts(shared, self.supervisor, reconciler, book),
+        )
         self.group = GroupClient(
             s.client_config,
             s.group_id,
@@ -167,12 +182,18 @@ class Worker:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until :meth:`stop`; ready (``task_status``) once it has joined its group."""
         try:
-            await self._run(task_status)
+            async with anyio.create_task_group() as monitor:
+                await monitor.start(self.health.run)
+                await self._run(task_status)
+                monitor.cancel_scope.cancel()
         finally:
             self.coordinator.close()
 
     async def _run(self, task_status: TaskStatus[None]) -> None:
+        group = self.settings.group_id
+        self.health.enter("creating its internal topics")
         await self._create_internal_topics()
+        self.health.enter("reading its config and status topics")
         stack = AsyncExitStack()
         try:
             await stack.enter_async_context(self.config_log)
@@ -183,11 +204,16 @@ class Worker:
             async with anyio.create_task_group() as tg:
                 await tg.start(self.mirror.run)
                 await tg.start(self.supervisor.run)
+                self.health.watch("the supervisor", self.supervisor.ping)
                 await tg.start(self.topics.run)
                 await tg.start(self.coordinator.run)
+                self.health.watch("the coordinator", self.inbox.ping, self.inbox.busy_with)
                 membership = anyio.CancelScope()
                 tg.start_soon(self._membership, membership)
+                self.health.enter(f"joining group {group}")
                 await self._until_joined()
+                if not self._stop.is_set():
+                    self.health.started(f"running in group {group}")
                 self.log.info("worker started", rest_url=self.settings.rest_url)
                 task_status.started()
                 await self._stop.wait()
@@ -227,8 +253,14 @@ class Worker:
             race.start_soon(joined)
             race.start_soon(stopped)
 
+    @property
+    def stopping(self) -> bool:
+        """:meth:`stop` was called."""
+        return self._stop.is_set()
+
     def stop(self) -> None:
         """Begin a graceful shutdown; :meth:`run` returns when it is done."""
+        self.health.stopping()
         self._stop.set()
 
     async def _create_internal_topics(self) -> None:

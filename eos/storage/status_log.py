@@ -21,6 +21,12 @@ DESTROYED; ``trace`` explains a FAILED state; ``generation`` is the group
 generation of the worker that wrote it. Unknown kinds, other versions and
 malformed values are ignored with a warning.
 
+A status may also carry ``"auto_restart": {"restarts": int, "next_attempt_ms":
+int|null, "reason": str|null}`` (absent: nothing to say): the automatic restarts of
+the connector or task in a row, when the next one is due (epoch ms) while it waits
+for it, and why a FAILED one is not restarted automatically (any more). Readers that
+do not know the field ignore it; one that is malformed is dropped with a warning.
+
 **Active topics** (Kafka Connect's KIP-558, the same key and ``"topic"`` object as
 Connect's status topic): a task that writes to a topic for the first time reports
 it; ``task`` is the task that did and ``discoverTimestamp`` when (ms since the
@@ -66,6 +72,18 @@ _TOPIC_CONNECTOR = "-connector-"
 
 
 @dataclass(frozen=True)
+class AutoRestartStatus:
+    """What a status says of the automatic restarts of its connector or task."""
+
+    restarts: int
+    """Automatic restarts in a row."""
+    next_attempt_ms: int | None = None
+    """When the next one is due (epoch ms), while the failed unit waits for it."""
+    reason: str | None = None
+    """Why the failed unit is not restarted automatically (any more)."""
+
+
+@dataclass(frozen=True)
 class Status:
     """A reported state, who reported it, and in which group generation."""
 
@@ -73,6 +91,7 @@ class Status:
     trace: str | None
     worker_id: str
     generation: int
+    auto_restart: AutoRestartStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -113,15 +132,21 @@ def task_status_key(name: str, task: int) -> bytes:
 
 
 def encode_status(status: Status) -> bytes:
-    return encode_json(
-        {
-            "v": 1,
-            "state": status.state.value,
-            "trace": status.trace,
-            "worker_id": status.worker_id,
-            "generation": status.generation,
+    document: dict[str, Any] = {
+        "v": 1,
+        "state": status.state.value,
+        "trace": status.trace,
+        "worker_id": status.worker_id,
+        "generation": status.generation,
+    }
+    restarts = status.auto_restart
+    if restarts is not None:
+        document["auto_restart"] = {
+            "restarts": restarts.restarts,
+            "next_attempt_ms": restarts.next_attempt_ms,
+            "reason": restarts.reason,
         }
-    )
+    return encode_json(document)
 
 
 def topic_key(topic: str, connector: str) -> bytes:
@@ -186,7 +211,23 @@ def _status(key: str, document: dict[str, Any]) -> Status | None:
     ):
         malformed(_STORE, key, "needs trace (text or null), worker_id (text), generation (int)")
         return None
-    return Status(state, trace, worker, generation)
+    return Status(state, trace, worker, generation, _auto_restart(key, document))
+
+
+def _auto_restart(key: str, document: dict[str, Any]) -> AutoRestartStatus | None:
+    fields = document.get("auto_restart")
+    if fields is None:
+        return None
+    fields = fields if isinstance(fields, dict) else {}
+    restarts, at, reason = (fields.get(k) for k in ("restarts", "next_attempt_ms", "reason"))
+    if (
+        not _is_int(restarts)
+        or not (at is None or _is_int(at))
+        or not (reason is None or isinstance(reason, str))
+    ):
+        malformed(_STORE, key, "auto_restart needs restarts (int), next_attempt_ms, reason")
+        return None
+    return AutoRestartStatus(restarts, at, reason)
 
 
 def _topic_record(key: str, value: bytes | None) -> TopicRecord | None:
@@ -312,9 +353,14 @@ class StatusLog(TopicStore[StatusTable]):
         await self._refresh_state(timeout)
 
     async def put_connector(
-        self, name: str, state: State, trace: str | None = None, generation: int = 0
+        self,
+        name: str,
+        state: State,
+        trace: str | None = None,
+        generation: int = 0,
+        auto_restart: AutoRestartStatus | None = None,
     ) -> None:
-        status = Status(state, trace, self.worker_id, generation)
+        status = Status(state, trace, self.worker_id, generation, auto_restart)
         await self._send((connector_status_key(name), encode_status(status)))
 
     async def put_task(
@@ -324,8 +370,9 @@ class StatusLog(TopicStore[StatusTable]):
         state: State,
         trace: str | None = None,
         generation: int = 0,
+        auto_restart: AutoRestartStatus | None = None,
     ) -> None:
-        status = Status(state, trace, self.worker_id, generation)
+        status = Status(state, trace, self.worker_id, generation, auto_restart)
         await self._send((task_status_key(name, task_id), encode_status(status)))
 
     async def remove(self, name: str) -> None:

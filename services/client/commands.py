@@ -34,6 +34,7 @@ from services.client.files import (
     read_connectors,
     read_offsets,
 )
+from services.client.health import add_health, health
 from services.client.http import (
     DEFAULT_TIMEOUT,
     DEFAULT_URL,
@@ -517,6 +518,7 @@ def add_commands(sub: Any) -> None:
     _offsets(sub, common)
     _plugins(sub, common)
     _leaf(sub, "info", info, common, "the worker's version, Kafka cluster and (eos) cluster")
+    add_health(_leaf(sub, "health", health, common, "is the worker healthy? (exit 0 if so)"))
 
 
 def _connectors(sub: Any, common: argparse.ArgumentParser) -> None:

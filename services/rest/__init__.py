@@ -15,6 +15,7 @@ from eos.runtime.coordinator import ClusterView
 from eos.runtime.worker import Worker
 from services.rest import (
     connectors,
+    health,
     internal,
     lifecycle,
     loggers,
@@ -39,11 +40,13 @@ def build_app(
 ) -> Starlette:
     """The REST app of ``worker`` (docs/rest.md). Bodies over ``rest.max.request.bytes``
     are refused (413) before any route reads them. With ``auth``, every request but the
-    internal ones (checked by their signature) and ``open_routes`` must satisfy it
+    internal ones (checked by their signature), ``GET /health`` and ``open_routes`` must
+    satisfy it
     (docs/security.md). With ``settle`` (:meth:`Worker.settled`), a write that meets a
     rebalance waits for it to end, within a bound, before it is refused."""
     routes = [
         *root.ROUTES,
+        *health.ROUTES,
         *connectors.ROUTES,
         *lifecycle.ROUTES,
         *offsets.ROUTES,
@@ -56,7 +59,7 @@ def build_app(
     ]
     middleware = []
     if auth is not None:
-        unchecked = [*internal.ROUTES, *open_routes]
+        unchecked = [*internal.ROUTES, *health.ROUTES, *open_routes]
         middleware.append(Middleware(AuthMiddleware, provider=auth, open_routes=unchecked))
     max_bytes = worker.settings.max_request_bytes
     middleware.append(Middleware(BodyLimitMiddleware, max_bytes=max_bytes))

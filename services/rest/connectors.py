@@ -8,6 +8,7 @@ Writes are served by the leader; another worker forwards them there
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -50,7 +51,21 @@ def _status_body(status: Status | None) -> dict[str, Any]:
     body: dict[str, Any] = {"state": status.state.value, "worker_id": status.worker_id}
     if status.trace:
         body["trace"] = status.trace
+    restarts = status.auto_restart
+    if restarts is not None:  # eos's own field (docs/operations.md)
+        at = restarts.next_attempt_ms
+        body["auto_restart"] = {
+            "restarts": restarts.restarts,
+            "next_attempt": None if at is None else iso_utc(at),
+            **({"not_restarted": restarts.reason} if restarts.reason else {}),
+        }
     return body
+
+
+def iso_utc(epoch_ms: int) -> str:
+    """``epoch_ms`` as ISO 8601 in UTC, to the second (``2026-11-25T10:42:00Z``)."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def _status(worker: Worker, name: str) -> dict[str, Any]:

@@ -101,6 +101,13 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {
         "get": _op("This document", "worker", {"200": _ok("OpenAPI 3.1", {"type": "object"})}),
     },
+    "/health": {
+        "get": _op("Kafka Connect's health check (KIP-1017); needs no credentials", "worker",
+                   {"200": _ok("healthy: started, its actors answer", _ref("Health")),
+                    "503": _ok("starting, with the stage it is in", _ref("Health")),
+                    "500": _ok("unhealthy: an actor has not answered for 10 s, or "
+                               "stopping", _ref("Health"))}),
+    },
     "/metrics": {
         "get": _op("Prometheus metrics (text format, or OpenMetrics when asked)", "worker",
                    {"200": {"description": "metrics",
@@ -280,6 +287,17 @@ _STATE: dict[str, Any] = {
         "state": {"type": "string"},
         "worker_id": {"type": ["string", "null"]},
         "trace": {"type": "string"},
+        "auto_restart": {
+            "type": "object",
+            "description": "eos: the automatic restarts in a row, when the next is due "
+            "(UTC), or why it is not restarted automatically (docs/operations.md)",
+            "required": ["restarts", "next_attempt"],
+            "properties": {
+                "restarts": {"type": "integer"},
+                "next_attempt": {"type": ["string", "null"], "format": "date-time"},
+                "not_restarted": {"type": "string"},
+            },
+        },
     },
 }
 # fmt: off
@@ -290,6 +308,14 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}},
     },
     "Message": {"type": "object", "properties": {"message": {"type": "string"}}},
+    "Health": {
+        "type": "object",
+        "required": ["status", "message"],
+        "properties": {
+            "status": {"type": "string", "enum": ["healthy", "starting", "unhealthy"]},
+            "message": {"type": "string"},
+        },
+    },
     "ServerInfo": {
         "type": "object",
         "required": ["version", "commit", "kafka_cluster_id"],

@@ -524,5 +524,49 @@ class SchemaTask(SourceTask):
             for i in range(3)
         ]
 
+
+HEALING: dict[str, dict[str, Any]] = {}
+"""Per topic: ``failures``, how many more runs of :class:`HealingSource`'s task fail;
+``starts``, when each run started (``time.monotonic()``)."""
+
+
+class HealingSource(BoundarySource):
+    """One task writing ``{"n": n}`` for n = 0 .. ``records`` - 1, ten a poll, resuming
+    from its committed offset. While ``HEALING[topic]["failures"]`` is above 0, a run
+    fails (and counts it down) once it has sent ``fail.after`` records, in the middle of
+    an open transaction (with ``transaction.boundary=interval``). ``fail.with=config``:
+    every run fails at start with a ConfigError instead."""
+
+    def task_class(self) -> type[SourceTask]:
+        return HealingTask
+
+
+class HealingTask(SourceTask):
+    PARTITION: Mapping[str, str] = {"source": "healing"}
+
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        from eos.errors import ConfigError
+
+        self.topic = config["topic"]
+        self.plan = HEALING[self.topic]
+        self.plan.setdefault("starts", []).append(time.monotonic())
+        if config.get("fail.with") == "config":
+            raise ConfigError("fail.with", "config", "this connector never starts")
+        self.records = int(config.get("records", "300"))
+        self.fail_after = int(config.get("fail.after", "60"))
+        offset = await context.offset_reader.offset(self.PARTITION)
+        self.next = offset["n"] if offset else 0
+        self.sent = 0
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        await anyio.sleep(0.05)
+        if self.plan["failures"] > 0 and self.sent >= self.fail_after:
+            self.plan["failures"] -= 1
+            raise RuntimeError(f"told to fail after {self.sent} records")
+        batch = range(self.next, min(self.next + 10, self.records))
+        self.next += len(batch)
+        self.sent += len(batch)
+        return [SourceRecord(self.PARTITION, {"n": n + 1}, self.topic, {"n": n}) for n in batch]
+
     async def stop(self) -> None:
         pass

@@ -168,3 +168,14 @@ async def test_prometheus_scrapes_openmetrics(scraped: Scraped) -> None:
     await scraped.prom.targets_up()
     metadata = await scraped.prom.api("metadata", metric="eos_task_commit_duration_seconds")
     assert metadata["eos_task_commit_duration_seconds"][0]["unit"] == "seconds"
+
+
+async def test_restarting_repeatedly_alert_fires(scraped: Scraped) -> None:
+    """payments/0 is restarted automatically a third time 14 s in: the alert fires for it
+    (and not for the clicks connector, restarted once)."""
+    result = await scraped.prom.wait_for(
+        'ALERTS{alertname="EosTaskRestartingRepeatedly", alertstate="firing"}', timeout=40
+    )
+    assert {(s["metric"]["connector"], s["metric"].get("task")) for s in result} == {
+        ("payments", "0")
+    }

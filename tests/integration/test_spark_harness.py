@@ -40,6 +40,7 @@ SPARK_SETTINGS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "1g",
     "spark.lakehouse": "delta,iceberg",
+    "spark.jdbc.drivers": "postgresql,mariadb",
 }
 
 

@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
+    """Settings of a test worker. Automatic restarts are off (tests of failures look at
+    the FAILED state); tests of them turn them on (``auto_restart_enabled="true"``)."""
     (port,) = free_ports(1)
     props = {
         "bootstrap.servers": bootstrap,
@@ -38,6 +40,7 @@ def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
         "offset.flush.interval.ms": "1000",
         "task.shutdown.graceful.timeout.ms": "5000",
         "listeners": f"http://127.0.0.1:{port}",
+        "auto.restart.enabled": "false",
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return props
@@ -122,7 +125,9 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> None:
+    def start(self, *, own_group: bool = False) -> None:
+        """Start the worker; ``own_group``: in a process group (and session) of its own,
+        which :meth:`signal_group` signals as systemd, ``timeout`` or a terminal do."""
         self.starts += 1
         out = open(self.log, "ab")  # noqa: SIM115 - handed to the child process
         out.write(f"\n===== start {self.starts} =====\n".encode())
@@ -132,6 +137,7 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli", "worker", *files],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO, env=env,
+            start_new_session=own_group,
         )  # fmt: skip
         out.close()
 
@@ -157,6 +163,26 @@ class WorkerProcess:
             if sig in (signal.SIGKILL, signal.SIGTERM):
                 self.proc.wait(timeout=60)
 
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to every process of the worker's process group (started with
+        ``own_group``)."""
+        assert self.proc is not None
+        assert os.getpgid(self.proc.pid) == self.proc.pid, "started without own_group"
+        os.killpg(self.proc.pid, sig)
+
+    def children(self) -> list[int]:
+        """The pids of the worker's child processes (the Spark JVM, for one)."""
+        assert self.proc is not None
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                found.append(int(stat.parent.name))
+        return found
+
     def stop(self) -> int | None:
         if self.proc is None:
             return None
@@ -175,6 +201,22 @@ class WorkerProcess:
         if not self.log.exists():
             return ""
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pids: Sequence[int], timeout: float = 10, what: str = "process") -> None:
+    """Until none of ``pids`` lives; an AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(map(process_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(process_alive, pids)), f"the {what} {pids} outlived the worker"
 
 
 def cluster_worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:

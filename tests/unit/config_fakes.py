@@ -108,6 +108,8 @@ class FakeUnits:
     connectors: dict[str, Mapping[str, str]] = field(default_factory=dict)
     tasks: dict[tuple[str, int], int] = field(default_factory=dict)
     failing: set[tuple[str, int | None]] = field(default_factory=set)
+    errors: dict[tuple[str, int | None], BaseException] = field(default_factory=dict)
+    """What failed the units in ``failing`` (none: a plain failure)."""
     events: list[tuple[str, str, int | None]] = field(default_factory=list)
     reports: list[tuple[str, int | None, State]] = field(default_factory=list)
 
@@ -141,3 +143,9 @@ class FakeUnits:
 
     async def report(self, name: str, task_id: int | None, state: State) -> None:
         self.reports.append((name, task_id, state))
+
+    def failures(self) -> dict[tuple[str, int | None], BaseException | None]:
+        return {unit: self.errors.get(unit) for unit in self.failing}
+
+    async def refresh_status(self, name: str, task_id: int | None) -> None:
+        self.events.append(("status", name, task_id))

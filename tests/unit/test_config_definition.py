@@ -8,6 +8,11 @@ import dataclasses
 import pytest
 
 from eos.config import CONNECTOR_CONFIG, WORKER_CONFIG, ConnectorConfig, WorkerConfig
+from eos.config.auto_restart import (
+    AUTO_RESTART_WORKER_CONFIG,
+    AutoRestartOverrides,
+    AutoRestartSettings,
+)
 from eos.config.definition import (
     NO_DEFAULT,
     Importance,
@@ -74,11 +79,16 @@ def test_a_field_without_its_value_is_an_error() -> None:
 
 def test_every_worker_setting_but_rest_security_fills_a_field() -> None:
     filled = {f.name for f in dataclasses.fields(WorkerConfig)} - {"rest_tls", "rest_auth", "raw"}
-    assert len(filled) == len(WORKER_CONFIG.keys) - len(REST_SECURITY_CONFIG.keys)
+    # auto.restart.*: fields of AutoRestartSettings (one setting, one field there too)
+    restarts = {f.name for f in dataclasses.fields(AutoRestartSettings)}
+    assert len(filled) == len(WORKER_CONFIG.keys) - len(REST_SECURITY_CONFIG.keys) - len(restarts)
+    assert len(restarts) == len(AUTO_RESTART_WORKER_CONFIG.keys)
 
 
 def test_every_connector_setting_fills_a_field() -> None:
     others = {"producer_overrides", "consumer_overrides", "admin_overrides", "raw", "errors"}
     filled = {f.name for f in dataclasses.fields(ConnectorConfig)} - others
     errors = {f.name for f in dataclasses.fields(ErrorHandling)}
-    assert len(filled) + len(errors) == len(CONNECTOR_CONFIG.keys)
+    # auto.restart.*: fields of AutoRestartOverrides, read where a restart is decided
+    overrides = {f.name for f in dataclasses.fields(AutoRestartOverrides)}
+    assert len(filled) + len(errors) == len(CONNECTOR_CONFIG.keys) - len(overrides)

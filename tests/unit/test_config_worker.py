@@ -312,6 +312,7 @@ def test_package_exports() -> None:
     }
     public = {name for name in vars(eos.config) if not name.startswith("_")}
     submodules = {
+        "auto_restart",
         "connector",
         "definition",
         "error_handling",

@@ -31,6 +31,8 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     task.task_event("changed_files", 1)
     observer.fencing_round("c", 0.1, True)
     observer.task_count_record_written("c")
+    observer.auto_restarted("c", 0, 1)
+    observer.auto_restarted("c", None, 1)
     found = {}
     for family in observer.registry.collect():
         name = family.name + ("_total" if family.type == "counter" else "")

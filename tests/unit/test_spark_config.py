@@ -141,6 +141,10 @@ def test_local_masters_start_the_jvm_with_spark_local_ip() -> None:
     assert jvm_environment(bound, {}) == {"SPARK_LOCAL_IP": "10.1.2.3"}
     assert jvm_environment(local, {"SPARK_LOCAL_IP": "10.0.0.9"}) == {}
     assert jvm_environment(builder_settings({"spark.master": "spark://host:7077"}), {}) == {}
+    cluster = builder_settings(
+        {"spark.master": "spark://host:7077", "spark.driver.bindAddress": "10.0.0.7"}
+    )
+    assert jvm_environment(cluster, {}) == {"SPARK_LOCAL_IP": "10.0.0.7"}
 
 
 def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,6 +45,14 @@ class Inbox:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._mailbox.tell(call, *args)
 
+    async def ping(self) -> None:
+        """Return once the mailbox has served a no-op (for the health monitor)."""
+        await self.ask(_nothing)
+
+    def busy_with(self) -> str | None:
+        """The call the mailbox serves now, if any."""
+        return self._mailbox.current
+
     def close(self) -> None:
         """No more calls; :meth:`serve` returns once the queued ones ran. Idempotent."""
         self._state.closed = True
@@ -52,3 +60,7 @@ class Inbox:
 
     async def serve(self) -> None:
         await self._mailbox.serve()
+
+
+async def _nothing() -> None:
+    """The health monitor's question."""

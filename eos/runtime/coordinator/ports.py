@@ -36,6 +36,12 @@ class Units(Protocol):
     async def report(self, name: str, task_id: int | None, state: State) -> None:
         """Write a status for a connector (``task_id`` None) or task this worker owns."""
 
+    def failures(self) -> Mapping[tuple[str, int | None], BaseException | None]:
+        """Every connector (task None) and task here that has FAILED → what failed it."""
+
+    async def refresh_status(self, name: str, task_id: int | None) -> None:
+        """Write the current status of a connector or task here again."""
+
 
 class Rejoin(Protocol):
     """How a duty asks for a rebalance (:class:`~eos.runtime.membership.RejoinSignal`)."""

@@ -17,7 +17,7 @@ from eos.runtime.coordinator.ports import Units
 from eos.runtime.coordinator.restarts import Restarts
 from eos.runtime.coordinator.state import ClusterState
 from eos.state import State
-from eos.storage.config_log import ConfigSnapshot, TargetState
+from eos.storage.config_log import ConfigSnapshot, RestartRequest, TargetState
 
 _IDLE = {TargetState.PAUSED: State.PAUSED, TargetState.STOPPED: State.STOPPED}
 
@@ -88,6 +88,12 @@ class Reconciler:
             if (name, task_id) not in running_tasks:
                 units.start_task(name, task_id, generation, snap.tasks(name)[task_id])
         await self._report_idle(snap, assigned)
+
+    async def restart(self, name: str, request: RestartRequest) -> None:
+        """Restart here what ``request`` names, as a user's restart request read from
+        the config topic is acted on (the auto-restart duty's way in)."""
+        await self._restarts.restart_here(name, request, self._state.assigned)
+        await self.reconcile()
 
     async def _report_idle(self, snap: ConfigSnapshot, assigned: Assignment) -> None:
         """Status PAUSED / STOPPED for what this worker owns but must not run (once)."""

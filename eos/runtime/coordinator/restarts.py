@@ -90,9 +90,12 @@ class Restarts:
         reconcile starts it again)."""
         fresh, self._seen = new_restarts(snap.restart_log, self._seen)
         for name, request in fresh:
-            await self._restart_here(name, request, assigned)
+            await self.restart_here(name, request, assigned)
 
-    async def _restart_here(self, name: str, request: RestartRequest, assigned: Assignment) -> None:
+    async def restart_here(self, name: str, request: RestartRequest, assigned: Assignment) -> None:
+        """Stop what ``request`` restarts among what this worker is ``assigned`` (a
+        user's request read from the config topic, or an automatic restart), reporting
+        it RESTARTING; the reconcile that follows starts it again."""
         units = self._units
         tasks_here = [t.task for t in assigned.tasks if t.connector == name]
         plan = restart_plan(

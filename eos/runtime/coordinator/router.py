@@ -13,6 +13,8 @@ share and routes between them.
   :mod:`~eos.runtime.coordinator.restarts`: what this worker runs, after each
   assignment and each time the config watcher
   (:mod:`~eos.runtime.coordinator.watcher`) saw the config topic move;
+- :mod:`~eos.runtime.coordinator.auto_restarts`: failed connectors and tasks of
+  this worker restarted with backoff;
 - :mod:`~eos.runtime.coordinator.timers`: delayed rebalances, key rotation,
   background fencing.
 
@@ -33,6 +35,7 @@ import structlog
 from anyio.abc import TaskStatus
 
 from eos.errors import ConflictError
+from eos.runtime.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.coordinator.reconcile import Reconciler
 from eos.runtime.coordinator.shared import Shared
 from eos.runtime.coordinator.watcher import ConfigWatcher
@@ -41,9 +44,17 @@ log = structlog.get_logger(__name__)
 
 
 class Coordinator:
-    def __init__(self, shared: Shared, *, watcher: ConfigWatcher, reconciler: Reconciler) -> None:
+    def __init__(
+        self,
+        shared: Shared,
+        *,
+        watcher: ConfigWatcher,
+        reconciler: Reconciler,
+        auto_restarts: AutoRestarts,
+    ) -> None:
         self._state, self._inbox, self._timers = shared.state, shared.inbox, shared.timers
         self._watcher, self._reconciler = watcher, reconciler
+        self._auto_restarts = auto_restarts
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read the config topic, then serve the mailbox until :meth:`close` (queued
@@ -53,6 +64,7 @@ class Coordinator:
         async with anyio.create_task_group() as tg:
             await tg.start(self._timers.run)
             await tg.start(self._watcher.run)
+            await tg.start(self._auto_restarts.run)
             tg.start_soon(self._follow_config)
             task_status.started()
             await self._inbox.serve()

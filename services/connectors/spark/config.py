@@ -24,6 +24,7 @@ from eos.api import (
     fill,
     setting,
 )
+from services.connectors.spark.jdbc_settings import JDBC_DEF, jdbc_problems
 
 FILE_FORMATS = ("parquet", "csv", "json", "orc")
 OPTIONS_PREFIX = "options."
@@ -94,9 +95,18 @@ def problems(props: Mapping[str, Any]) -> dict[str, list[str]]:
     def text(key: str) -> str:
         return str(props.get(key) or "").strip()
 
-    if not text("topic") and not text("topic.column"):
-        add("topic", "required setting 'topic' is missing: set `topic` or `topic.column`")
     mode = text("mode").lower() or "files"
+    if mode == "jdbc":
+        if not text("topic") and not text("topic.column") and not text("topic.prefix"):
+            add(
+                "topic",
+                "required setting 'topic' is missing: set `topic.prefix` (each table to "
+                "<prefix><table>), `topic` or `topic.column`",
+            )
+        for key, messages in jdbc_problems(props).items():
+            found.setdefault(key, []).extend(messages)
+    elif not text("topic") and not text("topic.column"):
+        add("topic", "required setting 'topic' is missing: set `topic` or `topic.column`")
     fmt = text("format").lower() or "parquet"
     if mode == "files":
         if not text("path"):
@@ -156,12 +166,14 @@ class SparkSourceSettings:
         "mode",
         Type.STRING,
         "files",
-        OneOf("files", "table", *CHANGE_MODES),
+        OneOf("files", "table", *CHANGE_MODES, "jdbc"),
         Importance.HIGH,
         "files: every row of every file under `path`, each file once; "
         "table: rows of a table, path or query above the last `incrementing.column` value; "
         "delta-changes / iceberg-changes: every change of a Delta / Iceberg table, "
-        "version by version (docs/lakehouse.md).",
+        "version by version (docs/lakehouse.md); "
+        "jdbc: tables or a query of a database, through Spark's JDBC reader "
+        "(docs/databases.md).",
         convert=str.lower,
     )
     topic: str = setting(
@@ -265,7 +277,8 @@ class SparkSourceSettings:
         "",
         None,
         Importance.HIGH,
-        "Table mode: a Spark SQL query.",
+        "Table mode: a Spark SQL query. mode=jdbc: a query in the database's SQL, read "
+        "instead of tables.",
     )
     incrementing_column: str = setting(
         "incrementing.column",
@@ -385,7 +398,7 @@ class SparkSourceSettings:
         return max(1, min(self.batch_rows, self.max_buffered_rows // 4))
 
 
-CONFIG_DEF = definition_of(SparkSourceSettings).merged(_COMBINED)
+CONFIG_DEF = definition_of(SparkSourceSettings).merged(_COMBINED).merged(JDBC_DEF)
 """Every SparkSource setting."""
 
 

@@ -26,6 +26,7 @@ from services.connectors.spark.config import (
     json_converters,
     problems,
 )
+from services.connectors.spark.jdbc_settings import JdbcSettings
 from services.connectors.spark.lakehouse import extra_problem
 
 NOT_UNIQUE_REASON = (
@@ -70,6 +71,8 @@ class SparkSource(SourceConnector):
 
     async def start(self, config: Mapping[str, str]) -> None:
         self._settings = SparkSourceSettings.parse(config)
+        if self._settings.mode == "jdbc":
+            JdbcSettings.parse(config)
         self._config = dict(config)
 
     def task_class(self) -> type[SourceTask]:
@@ -97,7 +100,20 @@ class SparkSource(SourceConnector):
                 }
                 for i in range(count)
             ]
+        if settings.mode == "jdbc":
+            return self._jdbc_task_configs(max_tasks)
         count = max(1, max_tasks) if settings.mode == "files" else 1
+        return [{**self._config, TASK_INDEX: str(i), TASK_COUNT: str(count)} for i in range(count)]
+
+    def _jdbc_task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """A query: one task. Tables: ``max_tasks`` tasks (at most one per whitelist
+        entry); each lists the tables and reads its own (:func:`~.jdbc_mode.owned`)."""
+        jdbc = JdbcSettings.parse(self._config)
+        count = max(1, max_tasks)
+        if jdbc.query:
+            count = 1
+        elif jdbc.whitelist:
+            count = max(1, min(count, len(jdbc.whitelist)))
         return [{**self._config, TASK_INDEX: str(i), TASK_COUNT: str(count)} for i in range(count)]
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:

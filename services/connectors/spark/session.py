@@ -8,32 +8,54 @@ Arrow transfer to Python is always on. With a ``local`` master the driver binds 
 127.0.0.1 unless ``spark.driver.host`` / ``spark.driver.bindAddress`` say otherwise,
 and the JVM is started with ``SPARK_LOCAL_IP`` set to that address (unless the
 environment sets it), so that it does not look up the machine's host name and warn
-"Your hostname ... resolves to a loopback address" on every start.
+"Your hostname ... resolves to a loopback address" on every start; with a cluster
+master, likewise when ``spark.driver.bindAddress`` is set. A standalone master
+(``spark://``) must accept a connection before the JVM starts
+(:func:`check_master_reachable`).
 
 Each task works in its own :meth:`~pyspark.sql.SparkSession.newSession`: the same
 SparkContext (JVM, executors, cache), but SQL settings of its own, so the reader
 settings a task needs (:func:`task_session`) never leak into the worker's session.
+
+**The JVM runs in a session (and process group) of its own** (:func:`_jvm_of_its_own`).
+A signal to the worker's whole process group — systemd without ``KillMode=mixed``,
+``timeout``, a terminal's Ctrl-C, many container runtimes — then reaches the worker
+alone, which stops its tasks first and Spark after them; killed first, the JVM would
+fail the running Spark tasks during the stop. It still ends with the worker: PySpark's
+gateway exits when its standard input, a pipe from the worker, closes — at a normal
+exit the worker closes it and waits for the JVM (:func:`_stop_jvm`), and after a
+SIGKILL the kernel closes it.
 
 Every function here blocks: call it through ``resources.run_blocking``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from eos.api import WorkerResources
+from services.connectors.spark.jdbc_drivers import driver_settings
 from services.connectors.spark.lakehouse import lakehouse_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHARED_KEY = "spark.session"
+JVM_EXIT_TIMEOUT = 10.0
+"""Seconds the JVM gets to exit once its standard input is closed (then it is killed)."""
 _lock = threading.Lock()
+log = structlog.get_logger(__name__)
 
 
 class SparkUnavailable(RuntimeError):
@@ -56,6 +78,7 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
     """The Spark settings the session is built with, from the worker's settings."""
     conf = {k: str(v) for k, v in settings.items() if k.startswith("spark.")}
     conf = lakehouse_settings(conf, os.environ)
+    conf = driver_settings(conf, os.environ)
     conf.setdefault("spark.master", "local[*]")
     conf.setdefault("spark.app.name", "eos-worker")
     conf["spark.sql.execution.arrow.pyspark.enabled"] = "true"
@@ -67,11 +90,15 @@ def builder_settings(settings: Mapping[str, str]) -> dict[str, str]:
 
 
 def jvm_environment(conf: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``
-    for a local master (the driver's bind address), unless ``environ`` has one."""
-    if not conf["spark.master"].startswith("local") or "SPARK_LOCAL_IP" in environ:
+    """Environment variables the Spark JVM needs beyond ``environ``: ``SPARK_LOCAL_IP``,
+    the driver's bind address, for a local master or when ``spark.driver.bindAddress``
+    is set (a cluster's driver), unless ``environ`` has one."""
+    if "SPARK_LOCAL_IP" in environ:
         return {}
-    return {"SPARK_LOCAL_IP": conf.get("spark.driver.bindAddress", "127.0.0.1")}
+    bind = conf.get("spark.driver.bindAddress")
+    if bind is None and not conf["spark.master"].startswith("local"):
+        return {}
+    return {"SPARK_LOCAL_IP": bind or "127.0.0.1"}
 
 
 def create_session(settings: Mapping[str, str]) -> SparkSession:
@@ -85,7 +112,15 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
         ) from exc
     _check_java()
     conf = builder_settings(settings)
+    check_master_reachable(conf["spark.master"])
     os.environ.update(jvm_environment(conf, os.environ))
+    try:
+        _jvm_of_its_own(conf)
+    except Exception as exc:
+        raise SparkUnavailable(
+            f"Spark's JVM failed to start: {exc}. Check the worker's spark.* settings "
+            "(spark.master, memory) and that Java 17 or 21 is installed"
+        ) from exc
     builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
         conf.pop("spark.app.name")
     )
@@ -94,15 +129,92 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
     try:
         return builder.getOrCreate()
     except Exception as exc:
+        packages = conf.get("spark.jars.packages")
+        jars = (
+            f"; that the jars of spark.jars.packages ({packages}, from spark.jdbc.drivers, "
+            "spark.lakehouse or set directly) can be resolved from Maven Central: the log "
+            "above names any 'unresolved dependency'"
+            if packages
+            else ""
+        )
         raise SparkUnavailable(
             f"Spark failed to start: {exc}. Check the worker's spark.* settings "
-            "(spark.master, memory) and that Java 17 or 21 is installed"
+            f"(spark.master, memory){jars}; and that Java 17 or 21 is installed"
         ) from exc
+
+
+MASTER_CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a TCP connection to a standalone master before giving up."""
+
+
+def check_master_reachable(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
+    """:class:`SparkUnavailable` unless a standalone master (``spark://host:port``, or
+    several ``host:port`` separated by commas) accepts a TCP connection on one of its
+    addresses. Spark itself would retry registering for a minute, then stop the context
+    with a log line nobody sees; other masters (local, yarn, k8s) are not checked."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address.strip()}: {exc}")
+    raise SparkUnavailable(
+        f"the Spark master in spark.master={master} cannot be reached "
+        f"({'; '.join(errors)}): start the master, or correct the worker setting spark.master"
+    )
+
+
+def _jvm_of_its_own(conf: Mapping[str, str]) -> None:
+    """Start PySpark's JVM (gateway) in a session of its own, with the settings the
+    session is built with, unless one runs in this process already.
+
+    PySpark starts it as the worker's child in the worker's process group (it keeps
+    only SIGINT from it); ``launch_gateway`` takes ``Popen`` arguments, so the JVM is
+    launched here with ``start_new_session`` and handed to ``SparkContext`` as
+    ``_ensure_initialized`` would (the one place that touches PySpark's private class
+    attributes; ``tests/integration/test_spark_session_output.py`` checks the contract)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        spark_conf = SparkConf()  # no JVM yet: a plain mapping, passed as --conf
+        spark_conf.setAll(list(conf.items()))
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"start_new_session": True}
+        )
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+    atexit.register(_stop_jvm, gateway)
+
+
+def _stop_jvm(gateway: Any) -> None:
+    """At the worker's exit: close the JVM's standard input (it exits on that) and wait
+    for it, at most :data:`JVM_EXIT_TIMEOUT` seconds, then kill it."""
+    proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    with contextlib.suppress(OSError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=JVM_EXIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def stop_session(session: SparkSession) -> None:
     session.stop()
     forget_deleted_jars()
+    log.info("spark session stopped")
 
 
 def forget_deleted_jars() -> None:

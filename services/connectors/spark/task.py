@@ -18,6 +18,8 @@ from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
 from services.connectors.spark.changes_mode import ChangesReader
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import FilesReader
+from services.connectors.spark.jdbc_mode import JdbcReader
+from services.connectors.spark.jdbc_settings import JdbcSettings
 from services.connectors.spark.table_mode import TableReader
 
 IDLE_SECONDS = 0.1
@@ -29,6 +31,7 @@ class SparkSourceTask(SourceTask):
         self._settings: SparkSourceSettings | None = None
         self._context: SourceTaskContext | None = None
         self._files: FilesReader | None = None
+        self._jdbc: JdbcReader | None = None
         self._table: TableReader | None = None
         self._changes: ChangesReader | None = None
         self._next_check = 0.0
@@ -42,6 +45,8 @@ class SparkSourceTask(SourceTask):
         """Nothing left to read until new files or rows appear (as of the last poll)."""
         if self._files is not None:
             return self._files.idle
+        if self._jdbc is not None:
+            return self._jdbc.idle
         return self._caught_up
 
     async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
@@ -57,6 +62,10 @@ class SparkSourceTask(SourceTask):
                 settings, context.resources, context.start_soon, context.count
             )
             await self._files.start()
+        elif settings.mode == "jdbc":
+            jdbc = JdbcSettings.parse(config)
+            self._jdbc = JdbcReader(settings, jdbc, context.resources, context.start_soon)
+            await self._jdbc.start()
         else:
             self._table = TableReader(settings, context.resources)
             await self._table.start(context.offset_reader)
@@ -72,6 +81,9 @@ class SparkSourceTask(SourceTask):
                 await self._files.refresh(self._context.offset_reader)
             wait = min(IDLE_SECONDS, self._next_check - time.monotonic())
             return await self._files.next_records(max(0.0, wait)) or None
+        if self._jdbc is not None:
+            await self._jdbc.refresh(self._context.offset_reader)
+            return await self._jdbc.next_records(IDLE_SECONDS) or None
         if self._changes is not None and now >= self._next_check:
             records = await self._changes.poll()
             self._caught_up = not records and self._changes.caught_up
@@ -91,6 +103,8 @@ class SparkSourceTask(SourceTask):
     async def stop(self) -> None:
         if self._files is not None:
             await self._files.stop()
+        if self._jdbc is not None:
+            await self._jdbc.stop()
         if self._table is not None:
             await self._table.stop()
         if self._changes is not None:
