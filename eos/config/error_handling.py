@@ -143,14 +143,19 @@ DEFAULTS: Final = ErrorHandling.of({})
 
 def error_problems(props: Mapping[str, str], offsets_topics: tuple[str, ...]) -> list[ConfigError]:
     """What the definition alone cannot see: a dead-letter topic that is one of the
-    offsets topics the connector's tasks write (reading those back would block)."""
+    offsets topics the connector's tasks write (reading those back would block), or the
+    topic the connector writes its records to (as Connect refuses a sink's dead-letter topic
+    among the topics it consumes: good records and dead letters would mix)."""
     topic = str(props.get(DLQ_TOPIC) or "").strip()
-    if topic and topic in offsets_topics:
-        return [
-            ConfigError(
-                DLQ_TOPIC,
-                topic,
-                "is an offsets topic of this connector: name another topic for dead letters",
-            )
-        ]
-    return []
+    if not topic:
+        return []
+    if topic in offsets_topics:
+        why = "is an offsets topic of this connector: name another topic for dead letters"
+    elif topic == str(props.get("topic") or "").strip():
+        why = (
+            "is the topic this connector writes its records to ('topic'): name another topic "
+            "for dead letters"
+        )
+    else:
+        return []
+    return [ConfigError(DLQ_TOPIC, topic, why)]
