@@ -1,5 +1,5 @@
 """Dead letters of source records: what ``errors.deadletterqueue.topic.name`` receives
-for a record ``errors.tolerance=all`` skipped (docs/transforms.md, "Dead letters").
+for a record ``errors.tolerance=all`` skipped (docs/transforms.md, "Errors and dead letters").
 
 A source record never had bytes of its own, so a dead letter holds **the record as the
 failing step received it**: the record the connector handed over for a transform that
