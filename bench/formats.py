@@ -13,10 +13,8 @@ on VerifiableSource-like records (Part 1a) and on SparkSource's sample rows (Par
 Part 2, SparkSource in a worker, exactly-once, the same Parquet rows, rounds alternating:
   json    the default converters (Spark writes the JSON)
   avro    key and value ``io.confluent.connect.avro.AvroConverter`` through a local
-          Apicurio Registry (``eos dev-registry``); rows as Arrow blocks encoded whole by
-          the converter. The task loop does not encode ``encoded=False`` blocks yet (the
-          record path is being reshaped), so this bench's connector encodes them at the
-          end of its poll with the same converter objects, as the loop will.
+          Apicurio Registry (``eos dev-registry``); rows as Arrow blocks the task loop
+          encodes whole with the converter (``RecordBlock(encoded=False)``).
 Target: avro >= 0.8 x json. Usage (through /work/bin/heavy on shared machines):
 
     python bench/formats.py [--rows 1000000] [--rounds 3] [--part 1,2]
@@ -47,12 +45,8 @@ from worker_run import (
     spark_connector,
 )
 
-from eos.api import RecordBlock, SourceRecord, SourceTask
-from eos.runtime.converters import encode_block, make_converter
+from eos.runtime.converters import make_converter
 from eos.runtime.converters.json import _COMPACT
-from services.connectors.spark import SparkSource
-from services.connectors.spark import typed as spark_typed
-from services.connectors.spark.task import SparkSourceTask
 from services.connectors.verifiable import PADDED_SCHEMA, record_value
 from services.dev_registry import DevRegistry
 
@@ -154,37 +148,6 @@ def converter_table(title: str, results: Mapping[str, Sequence[float]]) -> str:
 # ------------------------------------------------------------------ part 2: SparkSource
 
 
-class EncodingTask(SparkSourceTask):
-    """SparkSource's task handing over its ``encoded=False`` blocks encoded by the
-    connector's own converters (what the task loop will do; see the module docstring)."""
-
-    async def start(self, config: Mapping[str, str], context: Any) -> None:
-        def made(which: str) -> Any:
-            prefix = f"{which}.converter."
-            props = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
-            return make_converter(config.get(f"{which}.converter", "json"), props, which == "key")
-
-        self._keys, self._values = made("key"), made("value")
-        await super().start(config, context)
-
-    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
-        records = await super().poll()
-        if not records:
-            return records
-        return [encode_block(r, self._keys, self._values) if isinstance(r, RecordBlock) else r
-                for r in records]  # fmt: skip
-
-    async def stop(self) -> None:
-        await super().stop()
-        self._keys.close()
-        self._values.close()
-
-
-class EncodingSparkSource(SparkSource):
-    def task_class(self) -> type[SourceTask]:
-        return EncodingTask
-
-
 async def spark_round(data: Path, bootstrap: str, rows: int, extra: Mapping[str, str]) -> float:
     settings = bench_settings(bootstrap, "bench-formats", {"spark.master": "local[2]", **SPARK})
     connector = await spark_connector(settings, "bench", data, **extra)
@@ -199,8 +162,7 @@ def spark_rounds(
     bootstrap: str, url: str, rows: int, files: int, rounds: int
 ) -> list[tuple[str, float]]:
     data = sample_data(rows, files)
-    spark_typed.BLOCKS = True
-    avro = {"connector.class": "formats:EncodingSparkSource", "key.converter": AVRO,
+    avro = {"key.converter": AVRO,
             "value.converter": AVRO, "key.converter.schema.registry.url": url,
             "value.converter.schema.registry.url": url}  # fmt: skip
     results: list[tuple[str, float]] = []

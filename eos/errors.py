@@ -154,11 +154,13 @@ class TransformError(TaskError):
     record, or cannot run on the record as it comes (a transform of values on rows the
     connector already encoded). The message names the step (``transforms.<alias>``,
     its class) and the record's source partition and offset; ``__cause__`` is the
-    step's own error (often a :class:`DataError`)."""
+    step's own error (often a :class:`DataError`). ``alias`` and ``type_name`` name the
+    step as configured (``transforms.<alias>.type``)."""
 
-    def __init__(self, message: str, alias: str = "") -> None:
+    def __init__(self, message: str, alias: str = "", type_name: str = "") -> None:
         super().__init__(message)
         self.alias = alias
+        self.type_name = type_name
 
 
 class TransactionTimedOut(TaskError):

@@ -18,6 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 TASK_LABELS = ("connector", "task")
 ABORT_REASONS = ("connector", "error", "shutdown")
+#: Where a record failed (Kafka Connect's stage names, lower case).
+FAILURE_STAGES = ("transformation", "key_converter", "value_converter")
 #: The rebalance protocols and the causes of a rejoin (:class:`eos.runtime.observer.Rebalanced`).
 PROTOCOLS = ("eager", "cooperative")
 REBALANCE_CAUSES = ("start", "requested", "rebalance", "lost")
@@ -57,6 +59,9 @@ class TaskMetrics:
     records_polled: Counter
     records_written: Counter
     records_dropped: Counter
+    records_failed: Counter
+    records_skipped: Counter
+    records_dead_lettered: Counter
     written_bytes: Counter
     poll_duration: Histogram
     offset_commit_failures: Counter
@@ -133,6 +138,23 @@ class TaskMetrics:
             records_dropped=counter(
                 "eos_task_records_dropped_total",
                 "Polled records the framework did not write (a transform dropped them).",
+            ),
+            records_failed=counter(
+                "eos_task_records_failed_total",
+                "Records a transform or converter failed on, by stage (transformation, "
+                "key_converter, value_converter): each failed the task or, with "
+                "errors.tolerance=all, was skipped.",
+                "stage",
+            ),
+            records_skipped=counter(
+                "eos_task_records_skipped_total",
+                "Failed records errors.tolerance=all skipped (not written to their topic; "
+                "their offsets commit), dead-lettered or not.",
+            ),
+            records_dead_lettered=counter(
+                "eos_task_records_dead_lettered_total",
+                "Skipped records written to the dead-letter topic "
+                "(errors.deadletterqueue.topic.name), in the transaction of the output.",
             ),
             written_bytes=counter(
                 "eos_task_written_bytes_total",

@@ -39,10 +39,17 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-from eos.runtime.observer import AbortReason, NullTaskObserver, Rebalanced, TaskObserver
+from eos.runtime.observer import (
+    AbortReason,
+    FailureOutcome,
+    NullTaskObserver,
+    Rebalanced,
+    TaskObserver,
+)
 from eos.state import TASK_STATES, State
 from metrics.definitions import (
     ABORT_REASONS,
+    FAILURE_STAGES,
     PROTOCOLS,
     REBALANCE_CAUSES,
     TaskMetrics,
@@ -131,6 +138,8 @@ class PrometheusTaskObserver:
             m.records_polled,
             m.records_written,
             m.records_dropped,
+            m.records_skipped,
+            m.records_dead_lettered,
             m.written_bytes,
             m.offset_commit_failures,
             m.producer_fenced,
@@ -138,6 +147,8 @@ class PrometheusTaskObserver:
             counter.labels(*labels)
         for reason in ABORT_REASONS:
             m.transactions_aborted.labels(*labels, reason)
+        for stage in FAILURE_STAGES:
+            m.records_failed.labels(*labels, stage)
         for histogram in (
             m.transaction_records,
             m.commit_duration,
@@ -186,10 +197,20 @@ class PrometheusTaskObserver:
 
     @_never_raises
     def records_dropped(self, records: int) -> None:
-        """Not (yet) in the TaskObserver port: polled records a transform dropped."""
         if self._closed:
             return
         self._m.records_dropped.labels(*self._labels).inc(records)
+
+    @_never_raises
+    def record_failed(self, stage: str, outcome: FailureOutcome) -> None:
+        if self._closed:
+            return
+        m, labels = self._m, self._labels
+        m.records_failed.labels(*labels, stage.lower()).inc()
+        if outcome != "failed":
+            m.records_skipped.labels(*labels).inc()
+        if outcome == "dead_lettered":
+            m.records_dead_lettered.labels(*labels).inc()
 
     @_never_raises
     def transaction_committed(
@@ -269,6 +290,8 @@ class PrometheusTaskObserver:
             m.records_polled,
             m.records_written,
             m.records_dropped,
+            m.records_skipped,
+            m.records_dead_lettered,
             m.written_bytes,
             m.poll_duration,
             m.offset_commit_failures,
@@ -279,6 +302,8 @@ class PrometheusTaskObserver:
             metric.remove(*labels)
         for reason in ABORT_REASONS:
             m.transactions_aborted.remove(*labels, reason)
+        for stage in FAILURE_STAGES:
+            m.records_failed.remove(*labels, stage)
         for state in self._states:
             m.state.remove(*labels, state)
         for event in self._events:

@@ -966,6 +966,30 @@ def drilldown() -> dash.Dashboard:
     )
     lay.add(
         timeseries(
+            "Failed, skipped and dead-lettered records",
+            "Records a transform or converter failed on, by stage; those errors.tolerance=all "
+            "skipped; and those written to the dead-letter topic (docs/transforms.md, "
+            '"Errors and dead letters"), per task.',
+            targets(
+                (
+                    f"sum by (task, stage) (increase(eos_task_records_failed_total{sel}[{RI}]))",
+                    "failed ({{stage}}) task {{task}}",
+                ),
+                (
+                    f"sum by (task) (increase(eos_task_records_skipped_total{sel}[{RI}]))",
+                    "skipped task {{task}}",
+                ),
+                (
+                    f"sum by (task) (increase(eos_task_records_dead_lettered_total{sel}[{RI}]))",
+                    "dead-lettered task {{task}}",
+                ),
+            ),
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
             "Connector events",
             "Events the connector's tasks count themselves, by event and task (SparkSource: "
             "changed_files, files found changed after they were read and not read again).",
@@ -976,7 +1000,7 @@ def drilldown() -> dash.Dashboard:
                 ),
             ),
         ),
-        24,
+        12,
         8,
     )
     variables = [

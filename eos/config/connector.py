@@ -44,6 +44,7 @@ from eos.config.definition import (
     or_none,
     setting,
 )
+from eos.config.error_handling import ERRORS_CONFIG, ErrorHandling
 from eos.config.worker import (
     PRODUCER_CLIENT,
     ProducerClientName,
@@ -290,6 +291,8 @@ class ConnectorConfig:
     """``admin.override.*`` without the prefix."""
     raw: dict[str, str]
     """Every setting as given, the connector's own included."""
+    errors: ErrorHandling
+    """The ``errors.*`` settings (:mod:`eos.config.error_handling`)."""
 
     @classmethod
     def from_properties(
@@ -326,6 +329,7 @@ class ConnectorConfig:
             consumer_overrides=_overrides(props, CONSUMER_OVERRIDE),
             admin_overrides=_overrides(props, ADMIN_OVERRIDE),
             raw=dict(props),
+            errors=fill(ErrorHandling, v),
         )
 
     def boundary_interval_ms(self, worker: WorkerConfig) -> int:
@@ -378,9 +382,11 @@ class ConnectorConfig:
         return topic
 
 
-CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig).merged(AUTO_RESTART_CONNECTOR_CONFIG)
-"""The framework's connector settings (the table in docs/configuration.md is generated
-from it)."""
+CONNECTOR_CONFIG: Final = definition_of(ConnectorConfig).merged(
+    ERRORS_CONFIG.merged(AUTO_RESTART_CONNECTOR_CONFIG)
+)
+"""The framework's connector settings, ``errors.*`` and ``auto.restart.*`` included (the
+table in docs/configuration.md is generated from it)."""
 
 
 def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:

@@ -41,7 +41,7 @@ class AtLeastOnceTask(SourceTaskRunner):
     async def _flush(self) -> None:
         self._last_flush = self.deps.clock.monotonic()
         batch, self._inflight = self._inflight, self.new_inflight()
-        if not batch.count:
+        if not batch.count and not batch.offsets:  # records a transform dropped commit too
             return
         assert self._producer is not None
         started = time.perf_counter()

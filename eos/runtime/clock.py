@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+import anyio
+import anyio.lowlevel
+
 
 class Clock(Protocol):
     def monotonic(self) -> float:
@@ -13,6 +16,9 @@ class Clock(Protocol):
     def wall_ms(self) -> int:
         """Epoch milliseconds."""
 
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (a manual clock moves on by as much instead)."""
+
 
 class SystemClock:
     def monotonic(self) -> float:
@@ -20,6 +26,9 @@ class SystemClock:
 
     def wall_ms(self) -> int:
         return time.time_ns() // 1_000_000
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
 
 
 class ManualClock:
@@ -36,3 +45,7 @@ class ManualClock:
 
     def wall_ms(self) -> int:
         return int(self.now * 1000)
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await anyio.lowlevel.checkpoint()

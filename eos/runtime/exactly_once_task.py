@@ -55,8 +55,8 @@ from eos.kafka.transactional_ids import task_transactional_id
 from eos.runtime.clock import Clock
 from eos.runtime.observer import AbortReason
 from eos.runtime.producers import SendFailed
-from eos.runtime.producers.base import Outgoing
-from eos.runtime.source_task import InFlight, SourceTaskRunner, count_records
+from eos.runtime.producers.base import Outgoing, count_records
+from eos.runtime.source_task import InFlight, SourceTaskRunner
 from eos.runtime.task_deps import Action, BoundaryPolicy, TaskDeps, TaskSpec
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ cheap and must not raise. :class:`NullObserver` does nothing (tests, embedding).
 
 Task states are Kafka Connect's: UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED,
 RESTARTING. Abort reasons: ``connector`` (the task asked), ``error`` (a failure
-aborted the open transaction), ``shutdown`` (a stop could not commit).
+aborted the open transaction), ``shutdown`` (a stop could not commit). Records that fail
+to transform or convert are reported with their stage and outcome (``errors.*``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Literal, Protocol
 from eos.state import State
 
 AbortReason = Literal["connector", "error", "shutdown"]
+FailureOutcome = Literal["failed", "skipped", "dead_lettered"]
+"""What became of a record that failed to transform or convert: it failed the task, it
+was skipped (``errors.tolerance=all``), or skipped and written to the dead-letter topic."""
 
 
 class TaskObserver(Protocol):
@@ -31,6 +35,10 @@ class TaskObserver(Protocol):
 
     def records_dropped(self, records: int) -> None:
         """Records a transform dropped (their offsets still commit)."""
+
+    def record_failed(self, stage: str, outcome: FailureOutcome) -> None:
+        """A record failed at ``stage`` (``TRANSFORMATION``, ``KEY_CONVERTER``,
+        ``VALUE_CONVERTER``), with ``outcome``."""
 
     def transaction_committed(
         self, records: int, commit_seconds: float, open_seconds: float
@@ -134,6 +142,9 @@ class NullTaskObserver:
         pass
 
     def records_dropped(self, records: int) -> None:
+        pass
+
+    def record_failed(self, stage: str, outcome: FailureOutcome) -> None:
         pass
 
     def transaction_committed(

@@ -12,23 +12,23 @@ The loop is written once, as a template with named steps::
     final_commit()                     (bounded by the graceful-shutdown deadline)
     task.stop → producer closed
 
-A record's path from poll to commit (exactly-once, aiokafka producer) crosses 5 modules:
+A record's path from poll to commit (exactly-once, aiokafka producer) crosses 6 modules:
 
-1. here: ``poll`` returns it; :meth:`SourceTaskRunner._send` checks its topic, hands the
-   segment to the producer port with :meth:`SourceTaskRunner._convert`, then keeps the
-   latest source offset per partition in :class:`InFlight`;
+1. here: ``poll`` returns it; :meth:`SourceTaskRunner._send` hands the segment to
+   :mod:`eos.runtime.record_path` (transforms, schema registry, typed blocks encoded), then
+   to the producer port with the path's convert step, then the path's dead letters in a
+   second send of the same transaction, and keeps the latest source offset per partition
+   of what was polled in :class:`InFlight` (so a dropped or skipped record still commits
+   its offset, as Connect does);
 2. :mod:`eos.runtime.exactly_once_task`: opens the transaction before the first send,
    holds records (interval boundary), asks its boundary policy, and commits: the held
    records, the offsets records into the same transaction, then the commit;
-3. :mod:`eos.runtime.producers.aiokafka`: converts each record (calling ``_convert``) and
-   appends it to a Kafka record batch per partition; commit = flush, then EndTxn;
+3. :mod:`eos.runtime.producers.aiokafka`: converts each record (calling the path's
+   convert step) and appends it to a Kafka record batch per partition; commit = flush,
+   then EndTxn;
 4. :mod:`eos.kafka.aiokafka_private`: sends the batches and ends the transaction from the
    task's coroutine (aiokafka's handlers);
 5. :mod:`eos.kafka.transactions_v2`: the Produce v12 and EndTxn v5 wire formats.
-
-Steps to come slot into ``_send`` without a new loop: transforms before the producer
-(offsets taken from the polled records, so a dropped record still commits its offset);
-dead letters as a second ``send`` of the same segment, so in the same transaction.
 
 Two variants fill in the steps: :class:`~eos.runtime.at_least_once_task.AtLeastOnceTask`
 (``exactly.once.source.support`` = disabled or preparing) sends with an idempotent producer
@@ -46,7 +46,7 @@ from __future__ import annotations
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,33 +55,18 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
-from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
+from eos.api import SourceRecord, SourceTask, SourceTaskContext
 from eos.errors import ConversionError, EosError, FencedError, TaskError, TransactionAbortable
 from eos.runtime.observer import AbortReason
 from eos.runtime.producers import SendFailed, Sent, TaskProducer
-from eos.runtime.producers.base import Outgoing, where
+from eos.runtime.producers.base import Outgoing, SegmentSent, count_records, where
+from eos.runtime.record_path import RecordPath
 from eos.runtime.task_deps import Action
 from eos.runtime.task_deps import StartGate as StartGate
 from eos.runtime.task_deps import TaskDeps as TaskDeps
 from eos.runtime.task_deps import TaskSpec as TaskSpec
 from eos.state import State
 from eos.storage.offset_log import OffsetBatch
-
-
-def count_records(items: Iterable[Outgoing]) -> int:
-    """Records in ``items``, each row of a block counted."""
-    return sum(len(item) if isinstance(item, RecordBlock) else 1 for item in items)
-
-
-def expand_blocks(items: Sequence[Outgoing]) -> list[SourceRecord]:
-    """``items`` with every block replaced by its rows as records."""
-    records: list[SourceRecord] = []
-    for item in items:
-        if isinstance(item, RecordBlock):
-            records += item.records()
-        else:
-            records.append(item)
-    return records
 
 
 @dataclass
@@ -121,6 +106,7 @@ class SourceTaskRunner(ABC):
         self._background_error: Exception | None = None
         self._topics: set[str] = set()
         """Topics this run has written to (checked, and reported to ``topic_discovered``)."""
+        self._path = RecordPath(spec, deps, self._check_topic, self._per_record, self.log)
 
     # ------------------------------------------------------------------ control
 
@@ -149,6 +135,7 @@ class SourceTaskRunner(ABC):
                 self._wait_scope = scope
                 if self._stop_requested:
                     scope.cancel()
+                await self._path.start(self._waiting)
                 started = await self._startup_in_turn()
             self._wait_scope = None
             if scope.cancelled_caught or not started:
@@ -160,6 +147,11 @@ class SourceTaskRunner(ABC):
                 self._background_error = None
         finally:
             await self._shielded(self._close_producer(), "producer close")
+            self._path.close()
+
+    async def _waiting(self, why: str) -> None:
+        """Start-up waits (for a schema registry): the status says so."""
+        await self._set_state(State.UNASSIGNED, why)
 
     async def _run_instance(self) -> bool:
         """Run one instance of the connector's task; True: replace it and go on."""
@@ -233,7 +225,8 @@ class SourceTaskRunner(ABC):
             await self.prepare_to_poll()
             batch = await self._poll()
             self._raise_background_error()
-            if not batch:
+            if not batch:  # a poll that returned at once must not starve the event loop
+                await anyio.lowlevel.checkpoint()
                 continue
             await self._dispatch(batch)
             await self.batch_dispatched()
@@ -294,24 +287,6 @@ class SourceTaskRunner(ABC):
         the next record to one of them reports it again."""
         self._topics = {topic for topic in self._topics if keep(topic)}
 
-    def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None]:
-        """The convert step (called by the producer as it queues each record)."""
-        self._check_topic(record.topic)
-        if record.encoded:
-            key, value = record.key, record.value
-            if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
-                return key, value
-            raise ConversionError(
-                f"{where(record)} is marked encoded but its key or value is not bytes "
-                f"(key {type(key).__name__}, value {type(value).__name__})"
-            )
-        try:
-            key = self.deps.key_converter.convert(record.topic, record.key)
-            value = self.deps.value_converter.convert(record.topic, record.value)
-        except Exception as exc:
-            raise ConversionError(f"{where(record)} could not be converted: {exc}") from exc
-        return key, value
-
     def _check_sent(self) -> None:
         """Raise for a send that already failed (the producer keeps queuing after a fatal
         error, e.g. a transaction the broker aborted; only its delivery reports say so)."""
@@ -341,30 +316,34 @@ class SourceTaskRunner(ABC):
         return ConversionError(f"{where(record)} could not be sent: {error!r}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
-        """The send step: check topics, convert and queue (in order), keep the offsets."""
+        """The send step: the record path (transforms, schemas, blocks), convert and
+        queue in order, the dead letters after; keep the offsets of what was polled."""
         assert self._producer is not None
         self._check_sent()
         await self.prepare_to_send()
-        items = segment
-        blocks = [item for item in items if type(item) is RecordBlock]
-        for block in blocks:
-            for topic in {block.topic} if block.topics is None else set(block.topics):
-                self._check_topic(topic)
-        if blocks and self._per_record:  # commit_record takes records: one per row
-            segment = expand_blocks(items)
+        path, producer, per_record = self._path, self._producer, self._per_record
+        out = await path.prepare(segment)
         try:
-            sent = await self._producer.send(segment, self._convert, per_record=self._per_record)
+            sent = SegmentSent()  # every record dropped: only the offsets commit
+            if out:
+                sent = await producer.send(out, path.convert, per_record=per_record)
+            dead = path.take_dead()
+            if dead:
+                await producer.send(dead, path.convert_dead, per_record=False)
         except SendFailed as failed:
             raise self.send_error(failed.item, failed.cause) from failed.cause
-        count = count_records(segment) if blocks else len(segment)
+        count = path.written(out)
         self.deps.observer.records_written(count, sent.nbytes)
+        if path.dropped:
+            self.deps.observer.records_dropped(path.dropped)
         inflight = self._inflight
         if inflight.opened_at is None:
             inflight.opened_at = self.deps.clock.monotonic()
-        inflight.count += count
-        inflight.records += sent.records
+        inflight.count += count + len(dead)
+        if per_record:
+            inflight.records += path.committed(sent.records)
         offsets = inflight.offsets
-        for record in items:  # in order: the last offset of a partition wins
+        for record in segment:  # as polled, in order: the last offset of a partition wins
             if record.source_offset is not None:
                 offsets.add(record.source_partition, record.source_offset)
 

@@ -2,7 +2,8 @@
 cancel scope inside the supervisor's task group, and writes their statuses (the
 coordinator's :class:`~eos.runtime.coordinator.ports.Units`).
 
-A task is built here (:meth:`Supervisor._make_runner`): its converters, its offset
+A task is built here (:meth:`Supervisor._make_runner`): its converters and transforms
+(from the connector's config: task configs may lack ``transforms.*``), its offset
 readers (one shared reader per offsets topic on this worker), its start gate
 (:mod:`eos.runtime.start_gate`) and its producer's batch size. Stopping is
 two-phase with one deadline (``task.shutdown.graceful.timeout.ms``): every task is
@@ -30,6 +31,7 @@ from eos.config.connector import ConnectorConfig
 from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError
+from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
 from eos.runtime.at_least_once_task import AtLeastOnceTask
 from eos.runtime.auto_restart import RestartBook, Unit
@@ -49,6 +51,7 @@ from eos.runtime.topic_tracker import TopicTracker
 from eos.state import State
 from eos.storage.offset_log import CombinedOffsetReader, OffsetLog
 from eos.storage.status_log import StatusLog
+from eos.transforms import TransformChain
 
 log = structlog.get_logger(__name__)
 
@@ -281,6 +284,7 @@ class Supervisor:
         offsets_client = config.offsets_client_config(s)
         own = self._offset_log(offsets_client, own_topic, read_timeout) if own_topic else None
         global_ = self._offset_log(s.client_config, s.offsets_topic, read_timeout)
+        transforms = TransformChain.from_config(props) if config.transforms else None
         deps = TaskDeps(
             client_config=client,
             group_id=s.group_id,
@@ -305,6 +309,10 @@ class Supervisor:
             startup_slots=self._startup_slots,
             batch_size=producer_batch_size(len(self._tasks) + 1),
             explain=partial(explain, s, {spec.connector: props}, declared_topics),
+            transforms=transforms,
+            errors=config.errors,
+            converter_names=(str(config.key_converter), str(config.value_converter)),
+            create_topic=partial(_create_topic, offsets_client),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask
         return runner_class(spec, deps, task)
@@ -395,6 +403,10 @@ class Supervisor:
     ) -> None:
         with scope:
             await target()
+
+
+async def _create_topic(client: ClientConfig, name: str, replication_factor: int) -> None:
+    await ensure_topic(client, name, partitions=1, replication_factor=replication_factor)
 
 
 async def _set(event: anyio.Event) -> None:

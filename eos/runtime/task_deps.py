@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import anyio
 
 from eos.api import OffsetStorageReader, RecordBlock, SourceRecord
+from eos.config.error_handling import DEFAULTS, ErrorHandling
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.converters import Converter
 from eos.runtime.observer import NullTaskObserver, TaskObserver
@@ -26,6 +27,7 @@ from eos.state import State
 if TYPE_CHECKING:
     from eos.api import TransactionContext
     from eos.kafka.clients import ClientConfig
+    from eos.transforms import TransformChain
 
 StatusSink = Callable[[State, str | None], Awaitable[None]]
 """Writes this task's status: (state, trace)."""
@@ -35,6 +37,10 @@ Explain = Callable[[BaseException], Awaitable[BaseException]]
 
 OffsetsCommitted = Callable[[list[tuple[bytes, bytes | None]]], None]
 """Receives the offset records of each commit (the offset mirror); must not block."""
+
+CreateTopic = Callable[[str, int], Awaitable[object]]
+"""Creates a topic (name, replication factor; one partition) unless it exists, on the
+cluster the task's producer writes to (the dead-letter topic)."""
 
 TopicDiscovered = Callable[[str], None]
 """Receives each topic the task writes to, the first time it does (KIP-558 active
@@ -133,3 +139,11 @@ class TaskDeps:
     """Turns a failure into the error the status shows (an authorization error becomes
     the ACLs that are missing: :func:`eos.acls.denied.explain`)."""
     make_producer: ProducerFactory = make_task_producer
+    transforms: TransformChain | None = None
+    """The connector's ``transforms`` (None: none), run before the converters."""
+    errors: ErrorHandling = DEFAULTS
+    """The connector's ``errors.*`` settings."""
+    converter_names: tuple[str, str] = ("json", "json")
+    """``key.converter`` and ``value.converter`` as configured (named by dead letters)."""
+    create_topic: CreateTopic | None = None
+    """Creates the dead-letter topic (None: it must exist)."""

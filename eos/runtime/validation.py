@@ -1,7 +1,8 @@
 """Validating a connector config against its plugin: the checks of
 :mod:`eos.config.connector` that need only the settings, the connector's own
 ``validate()`` and ``config_def()``, its ``transforms`` and ``predicates``
-(:mod:`eos.transforms.validation`), and the pre-flight checks of
+(:mod:`eos.transforms.validation`), its ``errors.*`` (a dead-letter topic that is an offsets
+topic), and the pre-flight checks of
 ``exactly.once.support`` and ``transaction.boundary`` (docs/exactly-once.md).
 Run on create, config update and validate."""
 
@@ -18,8 +19,10 @@ from eos.config.connector import (
     unknown_settings,
     valid_choice,
 )
+from eos.config.error_handling import error_problems
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
+from eos.runtime.converters.decode import decodable
 from eos.transforms import validation as transforms
 
 
@@ -113,6 +116,10 @@ def _transform_problems(
     """The transforms' and predicates' (docs/transforms.md), and those that cannot run on
     the rows of a connector that hands them over encoded."""
     encoded = connector is not None and _ask(connector.encodes_rows, props) is True
+    if encoded and decodable(
+        props.get("key.converter", "json"), props.get("value.converter", "json"), props
+    ):
+        encoded = False  # the task reads such rows back for those steps
     encoded_by = type(connector).__name__ if encoded else None
     return [Problem(e.key, str(e), e) for e in transforms.problems(props, encoded_by=encoded_by)]
 
@@ -124,6 +131,8 @@ def _all_problems(
     if connector is not None:
         problems += _connector_problems(props, connector)
     problems += _transform_problems(props, connector)
+    offsets_topics = (str(props.get("offsets.storage.topic") or worker.offsets_topic),)
+    problems += [Problem(e.key, str(e), e) for e in error_problems(props, offsets_topics)]
     return problems + _support_problems(props, worker, connector)
 
 

@@ -65,7 +65,9 @@ class _Stage:
         return f"transforms.{self.alias} ({self.type_name})"
 
     def failure(self, where: str, exc: Exception) -> TransformError:
-        return TransformError(f"{self.label()} failed on {where}: {exc}", self.alias)
+        return TransformError(
+            f"{self.label()} failed on {where}: {exc}", self.alias, self.type_name
+        )
 
 
 class TransformChain:
@@ -186,6 +188,7 @@ class TransformChain:
             f"over already encoded ({what} of bytes): remove the transform, or configure "
             "the connector so that the converters encode its records",
             stage.alias,
+            stage.type_name,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -407,6 +408,121 @@ class RefusingSource(OneTaskSource):
 
     def task_class(self) -> type[SourceTask]:
         return FlakyTask
+
+
+# ------------------------------------------------------------- the record path
+
+
+SCRIPT_PARTITION: Mapping[str, str] = {"script": "once"}
+
+
+class ScriptSource(OneTaskSource):
+    """One task that returns one scripted poll batch, then nothing (``script``):
+
+    - ``predicates``: 9 records and a block of 9 encoded JSON rows, row/record ``n`` for
+      topic ``foo.topic``, ``bar.topic`` or ``baz.topic`` (``n % 3``), key
+      ``{"other_field": n, "tag": "k"}``, value ``{"n": n}`` (Kafka's predicate example);
+    - ``columns``: for ``in.topic``, a record ``{"r": 1}`` with the header
+      ``source: api``, then a block of rows 0..11: key ``k<n>``, value ``v<n>`` but null
+      (a tombstone) for every third row, header ``source: db`` on even rows."""
+
+    def task_class(self) -> type[SourceTask]:
+        return ScriptTask
+
+
+class ScriptTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self.config = dict(config)
+        self.done = await context.offset_reader.offset(SCRIPT_PARTITION) is not None
+
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
+        if self.done:
+            await anyio.sleep(0.1)
+            return None
+        self.done = True
+        if self.config["script"] == "predicates":
+            return self._predicates()
+        return self._columns()
+
+    def _predicates(self) -> list[SourceRecord | RecordBlock]:
+        c = self.config
+        topics = [c["foo.topic"], c["bar.topic"], c["baz.topic"]]
+        batch: list[SourceRecord | RecordBlock] = [
+            SourceRecord(
+                SCRIPT_PARTITION, None, topics[n % 3], {"n": n}, {"other_field": n, "tag": "k"}
+            )
+            for n in range(9)
+        ]
+        rows = range(9, 18)
+        batch.append(
+            RecordBlock(
+                SCRIPT_PARTITION,
+                {"done": True},
+                topics[0],
+                [json.dumps({"n": n}).encode() for n in rows],
+                keys=[json.dumps({"other_field": n, "tag": "k"}).encode() for n in rows],
+                topics=[topics[n % 3] for n in rows],
+            )
+        )
+        return batch
+
+    def _columns(self) -> list[SourceRecord | RecordBlock]:
+        topic = self.config["in.topic"]
+        rows = range(12)
+        return [
+            SourceRecord(SCRIPT_PARTITION, None, topic, {"r": 1}, headers=[("source", b"api")]),
+            RecordBlock(
+                SCRIPT_PARTITION, {"done": True}, topic,
+                [None if n % 3 == 0 else f"v{n}".encode() for n in rows],
+                keys=[f"k{n}".encode() for n in rows],
+                header_columns={"source": [b"db" if n % 2 == 0 else None for n in rows]},
+            ),
+        ]  # fmt: skip
+
+    async def stop(self) -> None:
+        pass
+
+
+class SchemaSource(OneTaskSource):
+    """Records with a STRUCT value schema, three a poll every ``poll.ms`` (300) ms, value
+    ``{"id": n}`` for n = 0, 1, …; ``mode``: ``versions`` (each poll k a new schema
+    version: ``com.example.Evolving`` version k + 1, so each needs the registry) or
+    ``incompatible`` (polls 0 and 1 with ``id`` INT64, then ``id`` STRING, which a
+    registry with BACKWARD compatibility refuses)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return SchemaTask
+
+
+class SchemaTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self.topic = config["topic"]
+        self.mode = config.get("mode", "versions")
+        self.pause = int(config.get("poll.ms", "300")) / 1000
+        offset = await context.offset_reader.offset({"schema": "source"})
+        self.poll_no = 0 if offset is None else offset["k"] + 1
+
+    async def poll(self) -> Sequence[SourceRecord] | None:
+        from eos.api import SchemaBuilder, Struct
+        from eos.api.schema import INT64_SCHEMA, STRING_SCHEMA
+
+        await anyio.sleep(self.pause)
+        k, self.poll_no = self.poll_no, self.poll_no + 1
+        builder = SchemaBuilder.struct().name("com.example.Evolving")
+        if self.mode == "versions":
+            builder.version(k + 1)
+        wrong = self.mode == "incompatible" and k >= 2
+        schema = builder.field("id", STRING_SCHEMA if wrong else INT64_SCHEMA).build()
+        return [
+            SourceRecord(
+                {"schema": "source"},
+                {"k": k, "i": i},
+                self.topic,
+                Struct(schema, {"id": str(3 * k + i) if wrong else 3 * k + i}),
+                value_schema=schema,
+            )
+            for i in range(3)
+        ]
 
 
 HEALING: dict[str, dict[str, Any]] = {}

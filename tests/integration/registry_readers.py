@@ -6,8 +6,8 @@ confluent-kafka expects base64, so its Protobuf deserializer is given the compil
 
 from __future__ import annotations
 
+import functools
 import importlib
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -34,17 +34,40 @@ def schema_id(data: bytes) -> int:
     return int.from_bytes(data[1:5], "big")
 
 
+TOPIC_SUBJECTS = {"subject.name.strategy.type": "TOPIC"}
+"""Deserializers find the subject by topic name, as eos's converters register it. Their
+default asks Confluent's associations API first, which Apicurio answers 404; after such an
+answer the kept-alive connection stops answering (the next request waits for ever)."""
+
+
+@functools.cache
+def client(url: str) -> SchemaRegistryClient:
+    """One client per registry (each keeps its connections open: a client per read would
+    exhaust the registry's after a few hundred)."""
+    return SchemaRegistryClient({"url": url})
+
+
+@functools.cache
+def _avro(url: str) -> Any:
+    return AvroDeserializer(client(url), conf=TOPIC_SUBJECTS)
+
+
+@functools.cache
+def _json(url: str) -> Any:
+    return JSONDeserializer(None, schema_registry_client=client(url), conf=TOPIC_SUBJECTS)
+
+
 def read_avro(url: str, topic: str, data: bytes, key: bool = False) -> Any:
-    return AvroDeserializer(SchemaRegistryClient({"url": url}))(data, context(topic, key))
+    return _avro(url)(data, context(topic, key))
 
 
 def read_json(url: str, topic: str, data: bytes) -> Any:
-    reader = JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": url}))
-    return reader(data, context(topic))
+    return _json(url)(data, context(topic))
 
 
 def protobuf_class(url: str, data: bytes, message: str, workdir: Path) -> Any:
     """The message class ``protoc`` makes of the schema ``data`` was written with."""
+    workdir.mkdir(parents=True, exist_ok=True)
     answer = httpx.get(f"{url}/schemas/ids/{schema_id(data)}").json()
     module = f"m{uuid.uuid4().hex}"
     files = [workdir / f"{module}.proto"]
@@ -72,6 +95,10 @@ def protobuf_class(url: str, data: bytes, message: str, workdir: Path) -> Any:
 
 
 def read_protobuf(url: str, topic: str, data: bytes, message: str, workdir: Path) -> Any:
-    os.makedirs(workdir, exist_ok=True)
     cls = protobuf_class(url, data, message, workdir)
-    return ProtobufDeserializer(cls, {"use.deprecated.format": False})(data, context(topic))
+    return protobuf_reader(cls)(data, context(topic))
+
+
+def protobuf_reader(cls: Any) -> Any:
+    """confluent-kafka's ProtobufDeserializer of messages of ``cls``."""
+    return ProtobufDeserializer(cls, {"use.deprecated.format": False, **TOPIC_SUBJECTS})

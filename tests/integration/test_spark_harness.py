@@ -26,8 +26,8 @@ import pytest
 from eos.api import RecordBlock, SourcePartition, SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig, read_to_end
 from eos.runtime.producers import ProducerClient, TaskProducer, make_task_producer
+from eos.runtime.producers.base import expand_blocks
 from eos.runtime.resources import SharedResources
-from eos.runtime.source_task import expand_blocks
 from services.connectors.spark.task import SparkSourceTask
 
 T = TypeVar("T")

@@ -145,6 +145,34 @@ def test_security_settings_are_checked_before_kafka(
     [
         ({"name": "bad", "connector.class": "VerifiableSource", "tasks.max": "zero"}, "tasks.max"),
         ({"connector.class": "VerifiableSource"}, "'name'"),
+        (  # an unknown transform, a predicate nobody defined, a missing required setting
+            {
+                "name": "bad",
+                "connector.class": "VerifiableSource",
+                "transforms": "r",
+                "transforms.r.type": "RegexRuoter",
+            },
+            "'transforms.r.type': unknown transformation 'RegexRuoter'",
+        ),
+        (
+            {
+                "name": "bad",
+                "connector.class": "VerifiableSource",
+                "transforms": "f",
+                "transforms.f.type": "Filter",
+                "transforms.f.predicate": "nope",
+            },
+            "transforms.f.predicate",
+        ),
+        (
+            {
+                "name": "bad",
+                "connector.class": "VerifiableSource",
+                "transforms": "k",
+                "transforms.k.type": "ValueToKey",
+            },
+            "'transforms.k.fields': required setting is missing",
+        ),
     ],
 )
 def test_a_bad_connector_file_is_one_line_and_closes_what_the_worker_opened(

@@ -10,12 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eos.api import RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
+from eos.api import RecordBlock, RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
 from eos.kafka.clients import ClientConfig
 from eos.runtime.clock import ManualClock
 from eos.runtime.converters import JsonConverter
 from eos.runtime.exactly_once_task import boundary_policy
-from eos.runtime.observer import AbortReason, NullTaskObserver
+from eos.runtime.observer import AbortReason, FailureOutcome, NullTaskObserver
 from eos.runtime.producers import base as port
 from eos.runtime.resources import SharedResources
 from eos.runtime.source_task import TaskDeps
@@ -26,10 +26,22 @@ TOPIC = "out"
 
 
 @dataclass
+class Written:
+    """A committed record as a reader sees it."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+@dataclass
 class Broker:
     """What a read_committed reader sees: committed records and offsets records."""
 
     records: list[tuple[str, bytes | None]] = field(default_factory=list)
+    written: list[Written] = field(default_factory=list)
+    """The committed records with their keys and headers too."""
     offsets: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     transactions: int = 0
 
@@ -71,6 +83,7 @@ class FakeProducer:
         """Seconds the clock moves on while a call runs (a slow commit, say)."""
         self.reject: set[Any] = set()
         self._open: list[tuple[str, bytes | None]] = []
+        self._open_full: list[Written] = []
         self._offsets: port.OffsetRecords = []
         self._failed: port.SendFailed | None = None
         self.in_transaction = False
@@ -96,15 +109,27 @@ class FakeProducer:
         self._step(f"send {len(items)}")
         sent = port.SegmentSent()
         for item in items:
-            assert isinstance(item, SourceRecord)
-            _, value = convert(item)
+            if isinstance(item, RecordBlock):  # encoded rows
+                assert item.encoded
+                assert not per_record
+                for row in item.records():
+                    self._queue(row, row.key, row.value)
+                continue
+            pair = convert(item)
+            if pair is None:
+                continue
+            key, value = pair
             sent.nbytes += len(value or b"")
             if item.value in self.reject and self._failed is None:
                 self._failed = port.SendFailed(item, RuntimeError("MessageSizeTooLargeError"))
             if per_record:
                 sent.records.append((item, _Sent(len(self.broker.records) + len(self._open))))
-            self._open.append((item.topic, value))
+            self._queue(item, key, value)
         return sent
+
+    def _queue(self, record: SourceRecord, key: bytes | None, value: bytes | None) -> None:
+        self._open.append((record.topic, value))
+        self._open_full.append(Written(record.topic, key, value, list(record.headers)))
 
     def check(self) -> None:
         error = self.fail.pop("check", None)
@@ -117,9 +142,8 @@ class FakeProducer:
             failed, self._failed = self._failed, None
             raise failed
         if not self.in_transaction:  # at-least-once: what is acknowledged is written
-            self.broker.records += self._open
-            self.broker.offsets += self._offsets
-            self._open, self._offsets = [], []
+            self._deliver()
+            self._open, self._open_full, self._offsets = [], [], []
 
     async def send_offsets(self, topic: str, records: port.OffsetRecords) -> None:
         assert topic == OFFSETS_TOPIC
@@ -129,17 +153,21 @@ class FakeProducer:
     async def commit(self) -> None:
         await self.flush()  # a rejected batch fails the commit before EndTxn
         self._step("end_txn commit")
-        self.broker.records += self._open
-        self.broker.offsets += self._offsets
+        self._deliver()
         self.broker.transactions += 1
         self._end()
+
+    def _deliver(self) -> None:
+        self.broker.records += self._open
+        self.broker.written += self._open_full
+        self.broker.offsets += self._offsets
 
     async def abort(self) -> None:
         self._step("end_txn abort")
         self._end()
 
     def _end(self) -> None:
-        self._open, self._offsets, self._failed = [], [], None
+        self._open, self._open_full, self._offsets, self._failed = [], [], [], None
         self.in_transaction = False
 
     async def close(self) -> None:
@@ -223,6 +251,8 @@ class Observer(NullTaskObserver):
         self.aborted: list[tuple[int, AbortReason]] = []
         self.fenced = 0
         self.commit_failures = 0
+        self.dropped = 0
+        self.failures: list[tuple[str, str]] = []
 
     def transaction_committed(
         self, records: int, commit_seconds: float, open_seconds: float
@@ -234,6 +264,12 @@ class Observer(NullTaskObserver):
 
     def offset_commit_failed(self) -> None:
         self.commit_failures += 1
+
+    def records_dropped(self, records: int) -> None:
+        self.dropped += records
+
+    def record_failed(self, stage: str, outcome: FailureOutcome) -> None:
+        self.failures.append((stage, outcome))
 
     def producer_fenced(self) -> None:
         self.fenced += 1

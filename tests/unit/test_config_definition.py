@@ -26,6 +26,7 @@ from eos.config.definition import (
     or_none,
     setting,
 )
+from eos.config.error_handling import ErrorHandling
 from eos.config.rest_security import REST_SECURITY_CONFIG
 from eos.errors import ConfigError
 
@@ -85,8 +86,9 @@ def test_every_worker_setting_but_rest_security_fills_a_field() -> None:
 
 
 def test_every_connector_setting_fills_a_field() -> None:
-    others = {"producer_overrides", "consumer_overrides", "admin_overrides", "raw"}
+    others = {"producer_overrides", "consumer_overrides", "admin_overrides", "raw", "errors"}
     filled = {f.name for f in dataclasses.fields(ConnectorConfig)} - others
+    errors = {f.name for f in dataclasses.fields(ErrorHandling)}
     # auto.restart.*: fields of AutoRestartOverrides, read where a restart is decided
     overrides = {f.name for f in dataclasses.fields(AutoRestartOverrides)}
-    assert len(filled) == len(CONNECTOR_CONFIG.keys) - len(overrides)
+    assert len(filled) + len(errors) == len(CONNECTOR_CONFIG.keys) - len(overrides)

@@ -315,6 +315,7 @@ def test_package_exports() -> None:
         "auto_restart",
         "connector",
         "definition",
+        "error_handling",
         "files",
         "providers",
         "rest_security",

@@ -12,7 +12,8 @@ from metrics import PrometheusObserver
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "monitoring.md"
 ALLOWED_LABELS = {
-    "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition"
+    "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition",
+    "stage",
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",

@@ -1,6 +1,7 @@
 """Transforms and predicates in the REST API without Kafka: listed as Connect lists them
 (``connectorsOnly=false``), their settings (``…/config``), and ``…/config/validate``
-showing each transform's settings and problems."""
+showing each transform's settings and problems, and its ``errors.*`` settings' problems
+as Connect reports them (docs/transforms.md, "Errors and dead letters")."""
 
 from __future__ import annotations
 
@@ -128,6 +129,7 @@ async def test_validate_refuses_value_transforms_on_encoded_rows(
         "name": "v",
         "topic": "out",
         "output": "blocks",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",  # schemas: no reader
         "transforms": "key,route",
         "transforms.key.type": "ValueToKey",
         "transforms.key.fields": "seqno",
@@ -152,3 +154,105 @@ async def test_validate_refuses_value_transforms_on_encoded_rows(
         await client.put("/connector-plugins/VerifiableSource/config/validate", json=config)
     ).json()
     assert answer["error_count"] == 0
+    config.update({"output": "blocks", "value.converter": "json"})  # schemaless: read back
+    answer = (
+        await client.put("/connector-plugins/VerifiableSource/config/validate", json=config)
+    ).json()
+    assert answer["error_count"] == 0
+
+
+ERRORS_CONNECTOR = {"connector.class": "VerifiableSource", "name": "v", "topic": "out"}
+
+
+async def validate(client: httpx.AsyncClient, **errors: str) -> dict[str, Any]:
+    config = {**ERRORS_CONNECTOR, **{f"errors.{k.replace('_', '.')}": v for k, v in errors.items()}}
+    answer = await client.put("/connector-plugins/VerifiableSource/config/validate", json=config)
+    assert answer.status_code == 200
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def problems(body: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        c["value"]["name"]: c["value"]["errors"] for c in body["configs"] if c["value"]["errors"]
+    }
+
+
+async def test_every_bad_errors_value_is_reported_under_its_setting(
+    client: httpx.AsyncClient,
+) -> None:
+    body = await validate(
+        client,
+        tolerance="some",
+        retry_timeout="-5",
+        retry_delay_max_ms="0",
+        log_enable="maybe",
+        log_include_messages="x",
+        deadletterqueue_topic_name="bad topic!",
+        deadletterqueue_topic_replication_factor="-2",
+        deadletterqueue_context_headers_enable="nope",
+    )
+    found = problems(body)
+    assert found == {
+        "errors.tolerance": [
+            "invalid value 'some' for setting 'errors.tolerance': must be one of: none, all"
+        ],
+        "errors.retry.timeout": [
+            "invalid value -5 for setting 'errors.retry.timeout': must be at least -1"
+        ],
+        "errors.retry.delay.max.ms": [
+            "invalid value 0 for setting 'errors.retry.delay.max.ms': must be at least 1"
+        ],
+        "errors.log.enable": [
+            "invalid value 'maybe' for setting 'errors.log.enable': expected true or false"
+        ],
+        "errors.log.include.messages": [
+            "invalid value 'x' for setting 'errors.log.include.messages': expected true or false"
+        ],
+        "errors.deadletterqueue.topic.name": [
+            "invalid value 'bad topic!' for setting 'errors.deadletterqueue.topic.name': must be "
+            "a Kafka topic name: 1 to 249 characters from a-z, A-Z, 0-9, '.', '_' and '-', "
+            "other than '.' and '..'"
+        ],
+        "errors.deadletterqueue.topic.replication.factor": [
+            "invalid value -2 for setting 'errors.deadletterqueue.topic.replication.factor': "
+            "must be at least -1"
+        ],
+        "errors.deadletterqueue.context.headers.enable": [
+            "invalid value 'nope' for setting 'errors.deadletterqueue.context.headers.enable': "
+            "expected true or false"
+        ],
+    }
+    assert body["error_count"] == 8
+    group = {c["value"]["name"]: c["definition"]["group"] for c in body["configs"]}
+    assert group["errors.tolerance"] == "errors"
+
+
+async def test_good_errors_settings_pass(client: httpx.AsyncClient) -> None:
+    # Connect's CaseInsensitiveValidString; a dead-letter topic with tolerance none is unused
+    for settings in (
+        {"tolerance": "ALL", "deadletterqueue_topic_name": "dlq", "retry_timeout": "-1"},
+        {"tolerance": "none", "deadletterqueue_topic_name": "dlq"},
+        {"log_enable": "true", "log_include_messages": "TRUE"},
+    ):
+        body = await validate(client, **settings)
+        assert body["error_count"] == 0, (settings, problems(body))
+
+
+@pytest.mark.parametrize(
+    ("topic", "why"),
+    [
+        ("out", "is the topic this connector writes its records to ('topic')"),
+        ("eos-offsets", "is an offsets topic of this connector"),
+    ],
+)
+async def test_a_dead_letter_topic_that_collides_is_refused(
+    client: httpx.AsyncClient, topic: str, why: str
+) -> None:
+    body = await validate(client, tolerance="all", deadletterqueue_topic_name=topic)
+    assert problems(body) == {
+        "errors.deadletterqueue.topic.name": [
+            f"invalid value '{topic}' for setting 'errors.deadletterqueue.topic.name': {why}: "
+            "name another topic for dead letters"
+        ]
+    }

@@ -175,6 +175,28 @@ class RegistryClient:
         level = answer.get("compatibilityLevel") or answer.get("compatibility")
         return str(level) if level else "unknown"
 
+    def probe(self) -> None:
+        """Reach the registry once (``GET /schemas/types``): :class:`SchemaRegistryUnavailable`
+        if none of its URLs answers, :class:`SchemaRegistryError` if it refuses the
+        credentials; any other answer will do."""
+        last: Exception | None = None
+        for url in self.urls:
+            try:
+                answer = self.http.get(url + "/schemas/types")
+            except httpx.HTTPError as exc:
+                last = exc
+                continue
+            if answer.status_code >= 500:
+                last = RuntimeError(f"HTTP {answer.status_code}: {_one_line(answer.text)[:300]}")
+                continue
+            if answer.status_code in (401, 403):
+                raise SchemaRegistryError(
+                    f"schema registry {_shown(url)} answered {answer.status_code}: check "
+                    "basic.auth.credentials.source and basic.auth.user.info"
+                )
+            return
+        raise self._unreachable(last)
+
     # ---- transport
 
     def _request(
@@ -197,8 +219,11 @@ class RegistryClient:
                 raise self._refused(url, subject, answer, body)
             parsed: dict[str, Any] = answer.json()
             return parsed
+        raise self._unreachable(last)
+
+    def _unreachable(self, last: Exception | None) -> SchemaRegistryUnavailable:
         shown = ", ".join(_shown(u) for u in self.urls)
-        raise SchemaRegistryUnavailable(
+        return SchemaRegistryUnavailable(
             f"schema registry {shown} cannot be reached ({type(last).__name__}: "
             f"{_one_line(str(last))}); check schema.registry.url and that the registry runs"
         )

@@ -27,7 +27,7 @@ from eos.api.schema import (
     Schema,
     Struct,
 )
-from eos.errors import ConfigError, DataError
+from eos.errors import ConfigError, DataError, SchemaRegistryError
 from eos.runtime.converters.base import Headers, SchemaConverter, flag
 from eos.runtime.converters.registry import RegistryClient, RegistrySchema
 
@@ -143,6 +143,8 @@ class RegistryConverter(SchemaConverter):
         self.use_latest = False
         self.subject_name: SubjectName = _topic
         self._writers: dict[tuple[str, Schema], Writer] = {}
+        self._refused: dict[tuple[str, Schema], str] = {}
+        """Schemas the registry refused (asked once per task: a refusal is for good)."""
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
@@ -153,10 +155,21 @@ class RegistryConverter(SchemaConverter):
         self.use_latest = flag(props, "use.latest.version", False)
         self.subject_name = subject_strategy(props, is_key)
         self._writers.clear()
+        self._refused.clear()
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+
+    def probe(self) -> None:
+        """Reach the registry (see :meth:`RegistryClient.probe`)."""
+        if self.client is not None:
+            self.client.probe()
+
+    def known(self, topic: str, schema: Schema) -> bool:
+        """Whether writing values of ``schema`` to ``topic`` needs no registry request."""
+        key = (topic, schema)
+        return key in self._writers or key in self._refused
 
     def translate(self, schema: Schema) -> Translated:
         raise NotImplementedError
@@ -172,9 +185,17 @@ class RegistryConverter(SchemaConverter):
         return translated.registry_schema
 
     def writer(self, topic: str, schema: Schema) -> Writer:
-        found = self._writers.get((topic, schema))
+        key = (topic, schema)
+        found = self._writers.get(key)
         if found is None:
-            found = self._writers[(topic, schema)] = self._new_writer(topic, schema)
+            refused = self._refused.get(key)
+            if refused is not None:
+                raise SchemaRegistryError(refused)
+            try:
+                found = self._writers[key] = self._new_writer(topic, schema)
+            except SchemaRegistryError as exc:
+                self._refused[key] = str(exc)
+                raise
         return found
 
     def _new_writer(self, topic: str, schema: Schema) -> Writer:

@@ -131,7 +131,10 @@ class AiokafkaTaskProducer:
         try:
             for item in items:
                 if type(item) is SourceRecord:
-                    key, value = convert(item)
+                    pair = convert(item)
+                    if pair is None:  # skipped: its failure was tolerated
+                        continue
+                    key, value = pair
                     nbytes += (len(key) if key else 0) + (len(value) if value else 0)
                     await segment.record(item, key, value)
                 else:

@@ -28,7 +28,8 @@ Errors, the same for every implementation:
 Implementations: :mod:`.aiokafka` (the default) and :mod:`.librdkafka` (``confluent-kafka``,
 the ``eos[librdkafka]`` extra), chosen with ``producer.client``. This module also holds what
 every implementation needs of records: :func:`where` (how errors name a record),
-:func:`header_rows` and :func:`bad_row` (a block's headers per row, its first bad row).
+:func:`header_rows` and :func:`bad_row` (a block's headers per row, its first bad row),
+:func:`count_records` and :func:`expand_blocks`.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ PRODUCER_CLIENTS: tuple[ProducerClient, ...] = ("aiokafka", "librdkafka")
 Outgoing = SourceRecord | RecordBlock
 """What a poll returns: records and blocks of records."""
 
-Convert = Callable[[SourceRecord], tuple[bytes | None, bytes | None]]
-"""A record's key and value as bytes (raises for a record that cannot be converted)."""
+Convert = Callable[[SourceRecord], tuple[bytes | None, bytes | None] | None]
+"""A record's key and value as bytes; None: skip the record (the task tolerated its
+failure); raises for a record that cannot be converted."""
 
 OffsetRecords = list[tuple[bytes, bytes | None]]
 """Offsets-topic records (key, value)."""
@@ -97,9 +99,10 @@ class TaskProducer(Protocol):
     async def send(
         self, items: Sequence[Outgoing], convert: Convert, *, per_record: bool
     ) -> SegmentSent:
-        """Convert and queue every record and block of ``items``, in order. With
-        ``per_record`` blocks must have been expanded and each record's :class:`Sent`
-        is returned. Raises :class:`SendFailed` (and whatever ``convert`` raises)."""
+        """Convert and queue every record and block of ``items``, in order (a record
+        ``convert`` answers None for is left out). With ``per_record`` blocks must have
+        been expanded and each queued record's :class:`Sent` is returned. Raises
+        :class:`SendFailed` (and whatever ``convert`` raises)."""
 
     def check(self) -> None:
         """Raise :class:`SendFailed` for a send that already failed (does not wait)."""
@@ -139,6 +142,22 @@ def where(item: Outgoing) -> str:
         f"{what} for topic {item.topic!r} from source partition "
         f"{dict(item.source_partition)} at offset {dict(item.source_offset or {})}"
     )
+
+
+def count_records(items: Iterable[Outgoing]) -> int:
+    """Records in ``items``, each row of a block counted."""
+    return sum(len(item) if isinstance(item, RecordBlock) else 1 for item in items)
+
+
+def expand_blocks(items: Sequence[Outgoing]) -> list[SourceRecord]:
+    """``items`` with every block replaced by its rows as records."""
+    records: list[SourceRecord] = []
+    for item in items:
+        if isinstance(item, RecordBlock):
+            records += item.records()
+        else:
+            records.append(item)
+    return records
 
 
 def header_rows(block: RecordBlock) -> Iterable[Headers]:

@@ -261,7 +261,10 @@ class LibrdkafkaTaskProducer:
         report: Callable[[KafkaError | None, Any], None] | None = None
         for item in items:
             if type(item) is SourceRecord:
-                key, value = convert(item)
+                pair = convert(item)
+                if pair is None:  # skipped: its failure was tolerated
+                    continue
+                key, value = pair
                 nbytes += (len(key) if key else 0) + (len(value) if value else 0)
                 if per_record:
                     report = delivered = _Delivered(failures, item)

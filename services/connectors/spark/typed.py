@@ -7,10 +7,12 @@ Confluent's Avro, Protobuf and JSON Schema converters, or ``json`` with
 with ``encoded=False`` whose values are the batch's columns as one struct array (no Python
 object per row), which the converters encode a column at a time.
 
-Until the task loop encodes such blocks itself, :data:`BLOCKS` is False and the block is
-handed over as its rows (:meth:`RecordBlock.records`: one Struct per row) — correct, and
-as slow as any per-record path. The timestamp (``timestamp.column``) is computed by Spark
-in epoch milliseconds; the topic column stays in the value, as with the JSON mapping.
+The task loop encodes such blocks before its producer (with ``transforms`` that read
+values, row by row). With :data:`BLOCKS` False the block is handed over as its rows
+(:meth:`RecordBlock.records`: one Struct per row) — correct, and as slow as any
+per-record path (kept for comparison in benches). The timestamp (``timestamp.column``)
+is computed by Spark in epoch milliseconds; the topic column stays in the value, as with
+the JSON mapping.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
 
     from services.connectors.spark.config import SparkSourceSettings
 
-BLOCKS = False
-"""Hand rows over as ``encoded=False`` blocks (True once the task loop encodes them)."""
+BLOCKS = True
+"""Hand rows over as ``encoded=False`` blocks (False: one record per row)."""
 
 
 class TypedRows:
