@@ -524,6 +524,9 @@ class SchemaTask(SourceTask):
             for i in range(3)
         ]
 
+    async def stop(self) -> None:
+        pass
+
 
 HEALING: dict[str, dict[str, Any]] = {}
 """Per topic: ``failures``, how many more runs of :class:`HealingSource`'s task fail;
