@@ -68,7 +68,8 @@ class ScriptedWorkload:
     """Deterministic traffic: ``step()`` is one tick of every task and of the worker.
 
     ``orders`` commits on most ticks (more or fewer in waves) and sometimes aborts
-    (connector, error; many errors during an "incident" from tick 700 to 1000);
+    (connector, error; many errors during an "incident" from tick 700 to 1000) and
+    skips a record a transform failed on every 7 ticks (dead-lettered every other time);
     ``clicks`` commits every other tick and its producer gets fenced once;
     ``payments`` runs a while, then FAILS, and is restarted automatically three
     times (failing again each time); the ``clicks`` connector is restarted once. The
@@ -114,6 +115,8 @@ class ScriptedWorkload:
             records = max(1, int(rng.gauss(40 * load, 10)))
             task.poll_completed(records, rng.uniform(0.001, 0.02))
             task.records_written(records, records * rng.randint(80, 120))
+            if connector == "orders" and t % 7 == task_id:  # a poison record, tolerated
+                task.record_failed("TRANSFORMATION", "dead_lettered" if t % 2 else "skipped")
             if connector == "clicks" and t % 2:
                 continue
             if connector == "orders":

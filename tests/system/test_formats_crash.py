@@ -67,7 +67,10 @@ def row(i: int, evolved: bool = False) -> dict[str, Any]:
     stamp = EPOCH + datetime.timedelta(milliseconds=i * 1001)
     values: dict[str, Any] = {
         "id": i,
+        "tiny": i % 256 - 128,
         "small": None if i % 7 == 0 else i % 30000,
+        "whole": i * 1000 - 2**31 + 1,
+        "half": i / 4 - 100,
         "flag": i % 2 == 0,
         "ratio": i / 4,
         "price": decimal.Decimal(i).scaleb(-3) - 5,
@@ -92,7 +95,8 @@ def write_typed(directory: Path, first: int, evolved: bool) -> None:
     import pyarrow.parquet as pq
 
     fields = [
-        ("id", pa.int64()), ("small", pa.int16()), ("flag", pa.bool_()),
+        ("id", pa.int64()), ("tiny", pa.int8()), ("small", pa.int16()),
+        ("whole", pa.int32()), ("half", pa.float32()), ("flag", pa.bool_()),
         ("ratio", pa.float64()), ("price", pa.decimal128(12, 3)), ("day", pa.date32()),
         ("ts", pa.timestamp("us", tz="UTC")), ("local_ts", pa.timestamp("us")),
         ("raw", pa.binary()), ("note", pa.string()), ("tags", pa.list_(pa.string())),
@@ -200,7 +204,8 @@ def from_protobuf(msg: Any) -> dict[str, Any]:
 
     unscaled = int.from_bytes(msg.price.value, "big", signed=True)
     return canonical({
-        "id": msg.id, "small": msg.small if has("small") else None, "flag": msg.flag,
+        "id": msg.id, "tiny": msg.tiny, "small": msg.small if has("small") else None,
+        "whole": msg.whole, "half": msg.half, "flag": msg.flag,
         "ratio": msg.ratio, "price": decimal.Decimal(unscaled).scaleb(-msg.price.scale),
         "day": date(msg.day) if has("day") else None, "ts": stamp("ts"),
         "local_ts": stamp("local_ts"), "raw": msg.raw if has("raw") else None,

@@ -144,7 +144,9 @@ class RegistryConverter(SchemaConverter):
         self.subject_name: SubjectName = _topic
         self._writers: dict[tuple[str, Schema], Writer] = {}
         self._refused: dict[tuple[str, Schema], str] = {}
-        """Schemas the registry refused (asked once per task: a refusal is for good)."""
+        """Schemas the registry refused to register (asked once per task: a refusal is for
+        good). A schema it does not hold (``auto.register.schemas=false``,
+        ``use.latest.version``) is asked again: someone may register it meanwhile."""
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
@@ -194,7 +196,8 @@ class RegistryConverter(SchemaConverter):
             try:
                 found = self._writers[key] = self._new_writer(topic, schema)
             except SchemaRegistryError as exc:
-                self._refused[key] = str(exc)
+                if self.auto_register and not self.use_latest:
+                    self._refused[key] = str(exc)
                 raise
         return found
 
