@@ -9,7 +9,7 @@ Rows (100-byte records unless said):
                       exactly.once.source.support=enabled, FileStreamSourceConnector
                       reading a file of ``--lines`` lines (poll / interval 1 s boundary)
   eos-file-*          the eos worker (its own process), FileSource on the same file, with
-                      each producer (batch.size 2000 lines, as FileStreamSource's default)
+                      each producer (FileSource's defaults, as Connect's on its side)
   vs-*                eos VerifiableSource in a worker in this process: exactly-once with
                       interval 1 s, each producer, 1 and 4 tasks, 100 B and 1 KB; and
                       at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target);
@@ -392,7 +392,6 @@ def eos_file_rows(
                 "path": str(path),
                 "topic": f"{group}-{name}",
                 "tasks.max": "1",
-                "batch.size": "2000",
                 "producer.client": client,
                 **boundary(mode),
             }
