@@ -51,6 +51,7 @@ ToJson = Callable[[Any], Any]
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _LOWER_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
 _ASTRAL = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_BY_ID_MAX = 1024
 
 
 # ------------------------------------------------------------------ schemaless (eos's own)
@@ -294,6 +295,9 @@ class JsonConverter(SchemaConverter):
         self.schemas_enable = self.SCHEMAS_ENABLE_DEFAULT
         self._compiler = _Compiler(decimal_numeric=False, replace_null_with_default=True)
         self._compiled: dict[Schema, tuple[ToJson, bytes]] = {}
+        self._by_id: dict[int, tuple[Schema, ToJson, bytes]] = {}
+        """id(schema) → (schema, …): a record's schema is most often the very object of the
+        last one, and hashing a schema walks all of it (the schema kept: its id stays its)."""
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
@@ -306,13 +310,17 @@ class JsonConverter(SchemaConverter):
         replace = flag(props, "replace.null.with.default", True)
         self._compiler = _Compiler(fmt == "NUMERIC", replace)
         self._compiled.clear()
+        self._by_id.clear()
 
-    def _for(self, schema: Schema) -> tuple[ToJson, bytes]:
+    def _for(self, schema: Schema) -> tuple[Schema, ToJson, bytes]:
         found = self._compiled.get(schema)
         if found is None:
             found = (self._compiler.compile(schema), _dumps(schema_json(schema, self._compiler)))
             self._compiled[schema] = found
-        return found
+        if len(self._by_id) >= _BY_ID_MAX:  # schemas built per record: equal, not identical
+            self._by_id.clear()
+        entry = self._by_id[id(schema)] = (schema, *found)
+        return entry
 
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
@@ -322,11 +330,13 @@ class JsonConverter(SchemaConverter):
                 return None
             payload = dumps_schemaless(value)
             return b'{"schema":null,"payload":' + payload + b"}" if self.schemas_enable else payload
-        to_json, schema_bytes = self._for(schema)
-        payload = _dumps(to_json(value))
+        entry = self._by_id.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self._for(schema)
+        payload = _dumps(entry[1](value))
         if not self.schemas_enable:
             return payload
-        return b'{"schema":' + schema_bytes + b',"payload":' + payload + b"}"
+        return b'{"schema":' + entry[2] + b',"payload":' + payload + b"}"
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         if type(value) is not Struct and not self.schemas_enable:
