@@ -238,6 +238,10 @@ class _SegmentSent(SegmentSent):
         self.batches: list[tuple[Outgoing, Any]] = []
 
 
+_NO_HEADERS: Headers = []
+"""Shared by records without headers (aiokafka only reads them; its own default is one
+shared list too)."""
+
 BeforeFull = Callable[[], Awaitable[None]]
 """Called once, before a segment queues a full batch or a record too large for a batch:
 another batch for that partition would then wait until the first is sent."""
@@ -307,12 +311,13 @@ class _Segment:
     async def record(self, record: SourceRecord, key: bytes | None, value: bytes | None) -> None:
         topic, partition = record.topic, record.partition
         if partition is None:
-            known = await self.partitions(topic)
             if key is not None:
-                partition = self.partitioner.partition(key, known)
-            else:
-                partition = self.sticky(topic, known)
-        headers = list(record.headers) if record.headers else []
+                partition = self.partitioner.partition(key, await self.partitions(topic))
+            else:  # known after a segment's first keyless record: no await per record
+                partition = self._sticky.get(topic)
+                if partition is None:
+                    partition = self.sticky(topic, await self.partitions(topic))
+        headers = list(record.headers) if record.headers else _NO_HEADERS
         try:
             batch = self.batches.get((topic, partition))
             if batch is None or not batch.add(record, record.timestamp, key, value, headers):
