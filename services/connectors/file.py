@@ -112,10 +112,11 @@ class Settings:
     batch_size: int = setting(
         "batch.size",
         Type.INT,
-        1000,
+        2000,
         Range(at_least=1),
         Importance.LOW,
-        "Most lines per poll.",
+        "Most lines per poll (FileStreamSource's default; with transaction.boundary=poll, "
+        "also the most lines per transaction).",
     )
     encoding: str = setting(
         "encoding",
