@@ -9,7 +9,7 @@ Rows (100-byte records unless said):
                       exactly.once.source.support=enabled, FileStreamSourceConnector
                       reading a file of ``--lines`` lines (poll / interval 1 s boundary)
   eos-file-*          the eos worker (its own process), FileSource on the same file, with
-                      each producer (batch.size 2000 lines, as FileStreamSource's default)
+                      each producer (FileSource's defaults, as Connect's on its side)
   vs-*                eos VerifiableSource in a worker in this process: exactly-once with
                       interval 1 s, each producer, 1 and 4 tasks, 100 B and 1 KB; and
                       at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target);
@@ -32,9 +32,11 @@ for the broker's version in deploy/kafka/pom.xml. Usage:
     python bench/peers.py [--bootstrap HOST:PORT] [--lines 2000000] [--records 1000000]
                           [--rounds 2] [--only pp,connect,eos,vs] [--rows SUBSTRING,...]
 
-``--only`` picks groups; ``--rows`` keeps, within them, the rows whose name contains one
-of the substrings (``--rows vs-eos-librdkafka-1t-100B,vs-alos-librdkafka-1t-100B``: the
-rows of the 0.6 x pp-txn and 0.95 x alos targets, records and blocks).
+``--file-batch 1000,2000`` adds FileSource rows with those ``batch.size`` values beside its
+default (rows ``eos-file-*-batchN``). ``--only`` picks groups; ``--rows`` keeps, within
+them, the rows whose name contains one of the substrings
+(``--rows vs-eos-librdkafka-1t-100B,vs-alos-librdkafka-1t-100B``: the rows of the
+0.6 x pp-txn and 0.95 x alos targets, records and blocks).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -359,13 +361,15 @@ def connect_rows(
 
 
 def eos_file_rows(
-    bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything
-) -> list[Row]:
+    bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything,
+    batches: Sequence[str] = ("",),
+) -> list[Row]:  # fmt: skip
     runs = [
-        (client, mode)
+        (client, mode, batch)
         for client in CLIENTS
         for mode in ("poll", "interval")
-        if wanted(f"eos-file-{mode}-{client}")
+        for batch in batches
+        if wanted(f"eos-file-{mode}-{client}{batch and '-batch' + batch}")
     ]
     if not runs:
         return []
@@ -385,19 +389,20 @@ def eos_file_rows(
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
     env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}
     with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
-        for client, mode in runs:
+        for client, mode, batch in runs:
             name = f"file-{mode}-{client}-{uuid.uuid4().hex[:6]}"
             config = {
                 "connector.class": "FileSource",
                 "path": str(path),
                 "topic": f"{group}-{name}",
                 "tasks.max": "1",
-                "batch.size": "2000",
                 "producer.client": client,
                 **boundary(mode),
+                **({"batch.size": batch} if batch else {}),
             }
+            row = f"eos-file-{mode}-{client}{batch and '-batch' + batch}"
             rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
-                                       last, f"eos-file-{mode}-{client}"))  # fmt: skip
+                                       last, row))  # fmt: skip
     return rows
 
 
@@ -528,6 +533,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="pp,connect,eos,vs")
     parser.add_argument("--rows", default="", help="only rows whose name contains one of these")
+    parser.add_argument(
+        "--file-batch",
+        default="",
+        help="FileSource batch.size values to run beside its default (rows '-batchN')",
+    )
     args = parser.parse_args()
     bench_process()
     wanted = args.only.split(",")
@@ -536,6 +546,7 @@ def main() -> None:
     def row_wanted(name: str) -> bool:
         return not patterns or any(p in name for p in patterns)
 
+    batches = ["", *(b for b in args.file_batch.split(",") if b)]
     jars = resolve_jars(kafka_version()) if {"pp", "connect"} & set(wanted) else Path()
     lines_file(args.lines)
     work = Path(tempfile.mkdtemp(prefix="eos-peers-"))
@@ -546,7 +557,7 @@ def main() -> None:
             if row_wanted("pp-txn" if transactional else "pp-plain")
         ],
         "connect": lambda b, p: connect_rows(jars, b, p, args.lines, work, row_wanted),
-        "eos": lambda b, p: eos_file_rows(b, p, args.lines, work, row_wanted),
+        "eos": lambda b, p: eos_file_rows(b, p, args.lines, work, row_wanted, batches),
         "vs": lambda b, p: vs_rows(b, p, args.records, row_wanted),
     }
     rounds: list[list[Row]] = []

@@ -160,7 +160,7 @@ class RecordPath:
         typed blocks encoded (the segment itself on the default path)."""
         self.dead, self.dropped, self._skipped = [], 0, 0
         self._pre, self._lost, self._rows = {}, [], {}
-        self.blocks = any(type(item) is RecordBlock for item in segment)
+        self.blocks = RecordBlock in set(map(type, segment))  # C loops: the default path's
         if not self.active and not self.blocks:
             return segment
         items: Sequence[Outgoing] = segment

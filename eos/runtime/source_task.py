@@ -342,10 +342,7 @@ class SourceTaskRunner(ABC):
         inflight.count += count + len(dead)
         if per_record:
             inflight.records += path.committed(sent.records)
-        offsets = inflight.offsets
-        for record in segment:  # as polled, in order: the last offset of a partition wins
-            if record.source_offset is not None:
-                offsets.add(record.source_partition, record.source_offset)
+        _keep_offsets(inflight.offsets, segment)
 
     def new_inflight(self) -> InFlight:
         return InFlight(OffsetBatch(self.spec.connector))
@@ -475,3 +472,22 @@ class _Background:
         except Exception as exc:
             self._runner.log.error("background work of the task failed", error=repr(exc))
             self._runner.background_failed(exc)
+
+
+def _keep_offsets(offsets: OffsetBatch, segment: Sequence[Outgoing]) -> None:
+    """The offsets of ``segment`` as polled, in order (the last of a partition wins): a
+    run of records sharing one partition object adds only its last offset (the same
+    batch as adding each, without a lookup per record)."""
+    add = offsets.add
+    partition: Any = None
+    offset: Any = None
+    for record in segment:
+        if record.source_offset is None:
+            continue
+        if record.source_partition is not partition:
+            if offset is not None:
+                add(partition, offset)
+            partition = record.source_partition
+        offset = record.source_offset
+    if offset is not None:
+        add(partition, offset)

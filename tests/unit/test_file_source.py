@@ -191,3 +191,18 @@ async def test_poll_does_not_wait_long(tmp_path: Path) -> None:
     task = await started_task(settings(tmp_path, **{"poll.interval.ms": "60000"}))
     with anyio.fail_after(1):
         assert await task.poll() is None
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "cp1252"])
+def test_read_lines_crlf_and_non_ascii_in_small_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    monkeypatch.setattr("services.connectors.file.CHUNK_BYTES", 4)
+    path = tmp_path / "f"
+    text = "ab\r\nçé\n\r\nplain\nx\ry\npartial"
+    path.write_bytes(text.encode(encoding))
+    got, at_end = read_lines(str(path), 0, 100, encoding)
+    ends = [len(line.encode(encoding)) for line in text.split("\n")]
+    offsets = [sum(ends[: i + 1]) + i + 1 for i in range(5)]
+    assert got == list(zip(["ab", "çé", "", "plain", "x\ry"], offsets, strict=True))
+    assert at_end

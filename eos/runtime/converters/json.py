@@ -48,9 +48,11 @@ from eos.errors import ConfigError, DataError
 from eos.runtime.converters.base import Headers, SchemaConverter, flag
 
 ToJson = Callable[[Any], Any]
+Payload = Callable[[Any], bytes]
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 _LOWER_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
 _ASTRAL = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_BY_ID_MAX = 1024
 
 
 # ------------------------------------------------------------------ schemaless (eos's own)
@@ -294,6 +296,9 @@ class JsonConverter(SchemaConverter):
         self.schemas_enable = self.SCHEMAS_ENABLE_DEFAULT
         self._compiler = _Compiler(decimal_numeric=False, replace_null_with_default=True)
         self._compiled: dict[Schema, tuple[ToJson, bytes]] = {}
+        self._by_id: dict[int, tuple[Schema, Payload, bytes]] = {}
+        """id(schema) → (schema, …): a record's schema is most often the very object of the
+        last one, and hashing a schema walks all of it (the schema kept: its id stays its)."""
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
@@ -306,13 +311,17 @@ class JsonConverter(SchemaConverter):
         replace = flag(props, "replace.null.with.default", True)
         self._compiler = _Compiler(fmt == "NUMERIC", replace)
         self._compiled.clear()
+        self._by_id.clear()
 
-    def _for(self, schema: Schema) -> tuple[ToJson, bytes]:
+    def _for(self, schema: Schema) -> tuple[Schema, Payload, bytes]:
         found = self._compiled.get(schema)
         if found is None:
             found = (self._compiler.compile(schema), _dumps(schema_json(schema, self._compiler)))
             self._compiled[schema] = found
-        return found
+        if len(self._by_id) >= _BY_ID_MAX:  # schemas built per record: equal, not identical
+            self._by_id.clear()
+        entry = self._by_id[id(schema)] = (schema, _payload(schema, found[0]), found[1])
+        return entry
 
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
@@ -322,11 +331,13 @@ class JsonConverter(SchemaConverter):
                 return None
             payload = dumps_schemaless(value)
             return b'{"schema":null,"payload":' + payload + b"}" if self.schemas_enable else payload
-        to_json, schema_bytes = self._for(schema)
-        payload = _dumps(to_json(value))
+        entry = self._by_id.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self._for(schema)
+        payload = entry[1](value)
         if not self.schemas_enable:
             return payload
-        return b'{"schema":' + schema_bytes + b',"payload":' + payload + b"}"
+        return b'{"schema":' + entry[2] + b',"payload":' + payload + b"}"
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         if type(value) is not Struct and not self.schemas_enable:
@@ -349,8 +360,32 @@ def _dumps(value: Any) -> bytes:
     """orjson's bytes as Jackson writes them: ``\\u00XX`` escapes in upper case, and
     characters beyond the BMP as escaped surrogate pairs (``\\uD83D\\uDE00``)."""
     out = orjson.dumps(value, option=_OPTIONS)
+    if b"\\u00" in out or not out.isascii():
+        return _as_jackson(out)
+    return out
+
+
+def _as_jackson(out: bytes) -> bytes:
     if b"\\u00" in out:
         out = _LOWER_ESCAPE.sub(lambda m: m.group(1) + b"\\u00" + m.group(2).upper(), out)
     if not out.isascii():
         out = _ASTRAL.sub(_surrogates, out)
     return out
+
+
+def _payload(schema: Schema, to_json: ToJson) -> Payload:
+    """The JSON bytes of a value of ``schema``: for a plain STRING (FileSource's lines, the
+    commonest typed value) a str goes straight to orjson; the rest through ``to_json``."""
+    if schema.type is SchemaType.STRING and schema.name is None:
+        dumps = orjson.dumps
+
+        def string(value: Any) -> bytes:
+            if type(value) is str:
+                out = dumps(value)
+                if b"\\u00" in out or not out.isascii():
+                    return _as_jackson(out)
+                return out
+            return _dumps(to_json(value))
+
+        return string
+    return lambda value: _dumps(to_json(value))

@@ -136,7 +136,8 @@ class AiokafkaTaskProducer:
                         continue
                     key, value = pair
                     nbytes += (len(key) if key else 0) + (len(value) if value else 0)
-                    await segment.record(item, key, value)
+                    if not segment.quick(item, key, value):
+                        await segment.record(item, key, value)
                 else:
                     assert isinstance(item, RecordBlock)
                     assert not per_record, "expand blocks for per-record bookkeeping"
@@ -238,6 +239,10 @@ class _SegmentSent(SegmentSent):
         self.batches: list[tuple[Outgoing, Any]] = []
 
 
+_NO_HEADERS: Headers = []
+"""Shared by records without headers (aiokafka only reads them; its own default is one
+shared list too)."""
+
 BeforeFull = Callable[[], Awaitable[None]]
 """Called once, before a segment queues a full batch or a record too large for a batch:
 another batch for that partition would then wait until the first is sent."""
@@ -304,15 +309,39 @@ class _Segment:
             chosen = self._sticky[topic] = random.choice(known)
         return chosen
 
+    def quick(self, record: SourceRecord, key: bytes | None, value: bytes | None) -> bool:
+        """Append ``record`` without awaiting, when its partition is known and its open
+        batch has room (most records); False: :meth:`record` must (nothing appended)."""
+        topic, partition = record.topic, record.partition
+        if partition is None:
+            if key is None:
+                partition = self._sticky.get(topic)
+            else:
+                known = self._partitions.get(topic)
+                if known is None:
+                    return False
+                partition = self.partitioner.partition(key, known)
+            if partition is None:
+                return False
+        batch = self.batches.get((topic, partition))
+        if batch is None:
+            return False
+        headers = list(record.headers) if record.headers else _NO_HEADERS
+        try:
+            return batch.add(record, record.timestamp, key, value, headers)
+        except TypeError:
+            return False  # record() raises it, naming the record
+
     async def record(self, record: SourceRecord, key: bytes | None, value: bytes | None) -> None:
         topic, partition = record.topic, record.partition
         if partition is None:
-            known = await self.partitions(topic)
             if key is not None:
-                partition = self.partitioner.partition(key, known)
-            else:
-                partition = self.sticky(topic, known)
-        headers = list(record.headers) if record.headers else []
+                partition = self.partitioner.partition(key, await self.partitions(topic))
+            else:  # known after a segment's first keyless record: no await per record
+                partition = self._sticky.get(topic)
+                if partition is None:
+                    partition = self.sticky(topic, await self.partitions(topic))
+        headers = list(record.headers) if record.headers else _NO_HEADERS
         try:
             batch = self.batches.get((topic, partition))
             if batch is None or not batch.add(record, record.timestamp, key, value, headers):

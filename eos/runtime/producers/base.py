@@ -144,8 +144,13 @@ def where(item: Outgoing) -> str:
     )
 
 
+_RECORDS_ONLY = frozenset({SourceRecord})
+
+
 def count_records(items: Iterable[Outgoing]) -> int:
     """Records in ``items``, each row of a block counted."""
+    if type(items) is list and set(map(type, items)) <= _RECORDS_ONLY:  # C loops, no blocks
+        return len(items)
     return sum(len(item) if isinstance(item, RecordBlock) else 1 for item in items)
 
 

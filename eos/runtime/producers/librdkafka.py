@@ -273,7 +273,12 @@ class LibrdkafkaTaskProducer:
                     report = partial(_record_failure, failures, item)
                 partition = item.partition
                 if partition is None:
-                    partition = -1 if key is not None else await self._sticky(sticky, item.topic)
+                    if key is not None:
+                        partition = -1
+                    else:  # known after a send's first keyless record: no await per record
+                        partition = sticky.get(item.topic)
+                        if partition is None:
+                            partition = await self._sticky(sticky, item.topic)
                 try:
                     if item.timestamp is None and not item.headers:  # positional: the fast call
                         try:

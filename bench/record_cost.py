@@ -1,0 +1,140 @@
+"""CPU per record of the typical connector path, stage by stage, without a broker.
+
+FileSource's task reads a file of ``--lines`` lines of 100 bytes (its defaults, its
+thread-pool reads run inline), every record goes through the runtime's convert step
+(JSON converters, the value a STRING with its schema) and into a librdkafka producer's
+``produce()`` (no broker: the records only queue), and the send step keeps the offsets
+of each poll batch. Timed with the thread's CPU clock (``time.thread_time``), so other
+load on the machine disturbs it less than a wall clock; every round is printed and the
+summary takes the fastest round of each stage:
+
+  poll      FileSourceTask.poll: the lines read, decoded, and a SourceRecord per line
+  convert   the path's convert step (key and value converters) and produce()
+  offsets   the send step's offsets batch for the poll
+
+What it leaves out (the event loop, the transaction, librdkafka's own threads, the
+broker) is in bench/peers.py, which runs the same path end to end. Usage:
+
+    python bench/record_cost.py [--lines 1000000] [--rounds 3] [--batch-size N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from confluent_kafka import Producer
+
+from eos.runtime.converters.json import JsonConverter
+from eos.runtime.record_path import RecordPath
+from eos.runtime.source_task import _keep_offsets
+from eos.storage.offset_log import OffsetBatch
+from services.connectors.file import FileSourceTask
+
+STAGES = ("poll", "convert", "offsets")
+
+
+class _Resources:
+    async def run_blocking(self, fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+
+class _Offsets:
+    async def offsets(self, partitions: list[Any]) -> list[None]:
+        return [None for _ in partitions]
+
+
+class _Context:
+    resources = _Resources()
+    offset_reader = _Offsets()
+
+
+def lines_file(lines: int) -> Path:
+    path = Path(tempfile.gettempdir()) / f"eos-record-cost-{lines}.txt"
+    if not path.exists() or path.stat().st_size != lines * 100:
+        with path.open("w") as f:
+            for i in range(lines):
+                f.write(f"line {i:010d} ".ljust(99, "x") + "\n")
+    return path
+
+
+def convert_step() -> Any:
+    """The path's convert step with the json converters (the worker's defaults)."""
+    path = object.__new__(RecordPath)
+    path.keys, path.values = JsonConverter(), JsonConverter()
+    path.keys.configure({}, True)
+    path.values.configure({}, False)
+    topics: set[str] = set()
+    path.check_topic = topics.add
+    return path._make_convert()
+
+
+async def one_round(path: Path, lines: int, batch_size: int | None) -> dict[str, float]:
+    convert = convert_step()
+    producer = Producer(
+        {
+            "bootstrap.servers": "127.0.0.1:1",
+            "queue.buffering.max.messages": lines + 1,
+            "queue.buffering.max.kbytes": 2_000_000,
+            "linger.ms": 100_000,
+            "log_level": 0,
+        }
+    )
+    produce = producer.produce
+    task = FileSourceTask()
+    config = {"topic": "t", "path": str(path), "task.id": "0", "task.count": "1"}
+    if batch_size:
+        config["batch.size"] = str(batch_size)
+    await task.start(config, _Context())  # type: ignore[arg-type]
+    spent = dict.fromkeys(STAGES, 0.0)
+    offsets = OffsetBatch("bench")
+    n = 0
+    while n < lines:
+        start = time.thread_time()
+        records = await task.poll()
+        polled = time.thread_time()
+        spent["poll"] += polled - start
+        if not records:
+            continue
+        for record in records:
+            key, value = convert(record)
+            produce(record.topic, value, key, -1, None)
+        converted = time.thread_time()
+        spent["convert"] += converted - polled
+        _keep_offsets(offsets, records)
+        spent["offsets"] += time.thread_time() - converted
+        n += len(records)
+    producer.purge()
+    return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=None)
+    args = parser.parse_args()
+    path = lines_file(args.lines)
+    rounds = []
+    for n in range(args.rounds):
+        got = anyio.run(one_round, path, args.lines, args.batch_size)
+        rounds.append(got)
+        cells = ", ".join(f"{s} {got[s]:.2f}" for s in STAGES)
+        print(f"round {n + 1}: {cells}, total {sum(got.values()):.2f} µs/record", flush=True)
+    print("\n| stage | µs of CPU per record (fastest round) | rounds |")
+    print("|---|---:|---|")
+    for stage in STAGES:
+        values = [r[stage] for r in rounds]
+        print(f"| {stage} | {min(values):.2f} | {', '.join(f'{v:.2f}' for v in values)} |")
+    totals = [sum(r.values()) for r in rounds]
+    print(f"| total | {min(totals):.2f} | {', '.join(f'{v:.2f}' for v in totals)} |")
+    print(f"\nload average {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
