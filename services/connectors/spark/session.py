@@ -117,10 +117,7 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
     try:
         _jvm_of_its_own(conf)
     except Exception as exc:
-        raise SparkUnavailable(
-            f"Spark's JVM failed to start: {exc}. Check the worker's spark.* settings "
-            "(spark.master, memory) and that Java 17 or 21 is installed"
-        ) from exc
+        raise _failed("Spark's JVM", exc, conf) from exc
     builder = SparkSession.builder.master(conf.pop("spark.master")).appName(
         conf.pop("spark.app.name")
     )
@@ -129,18 +126,24 @@ def create_session(settings: Mapping[str, str]) -> SparkSession:
     try:
         return builder.getOrCreate()
     except Exception as exc:
-        packages = conf.get("spark.jars.packages")
-        jars = (
-            f"; that the jars of spark.jars.packages ({packages}, from spark.jdbc.drivers, "
-            "spark.lakehouse or set directly) can be resolved from Maven Central: the log "
-            "above names any 'unresolved dependency'"
-            if packages
-            else ""
-        )
-        raise SparkUnavailable(
-            f"Spark failed to start: {exc}. Check the worker's spark.* settings "
-            f"(spark.master, memory){jars}; and that Java 17 or 21 is installed"
-        ) from exc
+        raise _failed("Spark", exc, conf) from exc
+
+
+def _failed(what: str, exc: Exception, conf: Mapping[str, str]) -> SparkUnavailable:
+    """Spark did not start: the settings to check, the jars to resolve among them (the
+    JVM resolves ``spark.jars.packages`` as it starts)."""
+    packages = conf.get("spark.jars.packages")
+    jars = (
+        f"; that the jars of spark.jars.packages ({packages}, from spark.jdbc.drivers, "
+        "spark.lakehouse or set directly) can be resolved from Maven Central: the log "
+        "above names any 'unresolved dependency'"
+        if packages
+        else ""
+    )
+    return SparkUnavailable(
+        f"{what} failed to start: {exc}. Check the worker's spark.* settings "
+        f"(spark.master, memory){jars}; and that Java 17 or 21 is installed"
+    )
 
 
 MASTER_CONNECT_TIMEOUT = 5.0
