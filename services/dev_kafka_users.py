@@ -109,8 +109,8 @@ async def add_scram_user(admin: ClientConfig, user: str, password: str) -> None:
              salted_password(mechanism, password, salt, ITERATIONS))
         )  # fmt: skip
     client = make_client(admin)
-    await client.bootstrap()
-    try:
+    try:  # closed also when bootstrapping fails half-way
+        await client.bootstrap()
         for upsertion in upsertions:  # one credential of a user per request (Kafka's rule)
             node = client.get_random_node()
             response = await client.send(node, AlterUserScramCredentials([upsertion]))

@@ -255,8 +255,8 @@ async def read_committed(
 async def _partitions(config: ClientConfig, topic: str) -> list[TopicPartition]:
     """The topic's partitions, waiting for the topic to appear."""
     client = make_client(config, client_id="eos-verify-metadata")
-    await client.bootstrap()
-    try:
+    try:  # closed also when bootstrapping fails half-way
+        await client.bootstrap()
         while True:
             cluster = await client.fetch_all_metadata()
             found = cluster.partitions_for_topic(topic)

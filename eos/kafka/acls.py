@@ -165,8 +165,8 @@ def _check(code: int, message: str | None, what: str) -> None:
 async def describe_acls(config: ClientConfig) -> tuple[list[Acl], list[Acl]]:
     """Every (ALLOW, DENY) ACL of the cluster, for any host."""
     client = make_client(config)
-    await client.bootstrap()
-    try:
+    try:  # closed also when bootstrapping fails half-way
+        await client.bootstrap()
         request = DescribeAclsRequest(_ANY, None, _MATCH, None, None, _ANY, _ANY)
         response: Any = await client.send(client.get_random_node(), request)
     finally:
@@ -195,8 +195,8 @@ async def create_acls(config: ClientConfig, acls: Sequence[Acl], wait: float = 1
     if not acls:
         return
     client = make_client(config)
-    await client.bootstrap()
-    try:
+    try:  # closed also when bootstrapping fails half-way
+        await client.bootstrap()
         response: Any = await client.send(client.get_random_node(), _CreateAcls(acls))
     finally:
         await client.close()

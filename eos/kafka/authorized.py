@@ -196,8 +196,8 @@ async def authorized_operations(
     """What the principal of ``config`` may do on ``topics``, ``group`` and the Cluster."""
     found = Authorized()
     client = make_client(config, client_id="eos-access-check")
-    await client.bootstrap()
-    try:
+    try:  # closed also when bootstrapping fails half-way
+        await client.bootstrap()
         node = client.get_random_node()
         metadata: Any = await client.send(node, AuthorizedMetadata(sorted(set(topics))))
         cluster: Any = await client.send(node, AuthorizedCluster())

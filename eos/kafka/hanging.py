@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+import anyio
 from aiokafka import errors as kerrors
 from aiokafka.client import AIOKafkaClient, CoordinationType
 
@@ -87,7 +88,12 @@ class TransactionsAdmin:
         self.client: AIOKafkaClient = make_client(config, client_id="eos-transactions")
 
     async def __aenter__(self) -> Self:
-        await self.client.bootstrap()
+        try:
+            await self.client.bootstrap()
+        except BaseException:  # closed also when bootstrapping fails half-way
+            with anyio.CancelScope(shield=True):
+                await self.client.close()
+            raise
         return self
 
     async def __aexit__(self, *_: object) -> None:
