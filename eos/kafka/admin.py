@@ -118,9 +118,12 @@ async def _settled_layout(
             actual = len(described.get("partitions") or ())
             settled = described.get("error_code", 0) == 0 and actual > 0
             if settled and compacted:
-                policy = await _config_value(
-                    admin, ConfigResourceType.TOPIC, name, "cleanup.policy"
-                )
+                try:
+                    policy = await _config_value(
+                        admin, ConfigResourceType.TOPIC, name, "cleanup.policy"
+                    )
+                except kerrors.UnknownTopicOrPartitionError:
+                    policy = None  # the broker asked has not seen the new topic yet
                 settled = policy is not None
             if settled:
                 return actual, policy

@@ -127,9 +127,10 @@ async def test_a_hanging_transaction_is_found_and_aborted(
         plain = ["find-hanging", "--topic", topic, "--max-transaction-timeout", "0"]
         assert transactions(secured, *plain)[1:] == []
         found = transactions(secured, *plain, "--include-ongoing")[1:]
-        assert [(row[0], row[1], row[5], row[8]) for row in found] == [
-            (topic, "0", str(start), "Ongoing")
-        ]
+        rows = [(row[0], row[1], row[5], row[8]) for row in found]
+        # the hanger's, and maybe the worker's own task in the middle of a transaction
+        assert (topic, "0", str(start), "Ongoing") in rows
+        assert all(int(row[2]) > start for row in rows if row[2] != str(start)), rows
         assert transactions(secured, "abort", "--topic", topic, "--partition", "0",
                             "--start-offset", str(start)) == []  # fmt: skip
 

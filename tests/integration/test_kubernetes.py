@@ -258,7 +258,7 @@ def test_prometheus_rule_is_alerts_yml_and_passes_promtool(
     rules.write_text(yaml.safe_dump(rule["spec"]))
     checked = promtool("check", "rules", rules)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 7 rules found" in checked.stdout
+    assert "SUCCESS: 10 rules found" in checked.stdout
 
 
 def test_dashboards_as_configmaps_for_grafanas_sidecar(docs: dict[tuple[str, str], Doc]) -> None:
