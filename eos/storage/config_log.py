@@ -256,7 +256,43 @@ class ConfigState:
 # ── The store ────────────────────────────────────────────────────────────────
 
 
-class ConfigLog(TopicStore[ConfigState]):
+class ConfigWriters:
+    """The config topic's writers, each one record or one transaction of records built by
+    :mod:`eos.storage.config_records`, over :meth:`_write` (the store's transactional
+    producer, or a fake's list)."""
+
+    async def _write(self, *records: Record) -> int:
+        """Write ``records`` in one transaction; the offset of the last one."""
+        raise NotImplementedError
+
+    async def put_connector_config(self, name: str, properties: Mapping[str, str]) -> int:
+        return await self._write(encode_connector_config(name, properties))
+
+    async def remove_connector(self, name: str) -> int:
+        """Tombstones for the connector config and its target state."""
+        await self._write(encode_connector_tombstone(name))
+        return await self._write(encode_target_state_tombstone(name))
+
+    async def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> int:
+        """One record per task, then the commit record, in one transaction (a reader
+        sees all of them or none); returns the commit's offset."""
+        records = [encode_task_config(name, task, props) for task, props in enumerate(configs)]
+        return await self._write(*records, encode_task_commit(name, len(configs)))
+
+    async def put_target_state(self, name: str, state: TargetState) -> int:
+        return await self._write(encode_target_state(name, state))
+
+    async def put_task_count(self, name: str, tasks: int) -> int:
+        return await self._write(encode_task_count(name, tasks))
+
+    async def put_restart(self, name: str, request: RestartRequest) -> int:
+        return await self._write(encode_restart(name, request))
+
+    async def put_session_key(self, session_key: SessionKey) -> int:
+        return await self._write(encode_session_key(session_key))
+
+
+class ConfigLog(ConfigWriters, TopicStore[ConfigState]):
     """Reads the config topic into :class:`ConfigSnapshot` s; writes for the leader.
 
     Writers return the offset of the record they wrote and do not touch the
@@ -308,34 +344,6 @@ class ConfigLog(TopicStore[ConfigState]):
         async with self._write_lock:
             await self._drop_producer()
         await super().close()
-
-    # ── Writers (leader only) ──
-
-    async def put_connector_config(self, name: str, properties: Mapping[str, str]) -> int:
-        return await self._write(encode_connector_config(name, properties))
-
-    async def remove_connector(self, name: str) -> int:
-        """Tombstones for the connector config and its target state."""
-        await self._write(encode_connector_tombstone(name))
-        return await self._write(encode_target_state_tombstone(name))
-
-    async def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> int:
-        """One record per task, then the commit record, in one transaction (a reader
-        sees all of them or none); returns the commit's offset."""
-        records = [encode_task_config(name, task, props) for task, props in enumerate(configs)]
-        return await self._write(*records, encode_task_commit(name, len(configs)))
-
-    async def put_target_state(self, name: str, state: TargetState) -> int:
-        return await self._write(encode_target_state(name, state))
-
-    async def put_task_count(self, name: str, tasks: int) -> int:
-        return await self._write(encode_task_count(name, tasks))
-
-    async def put_restart(self, name: str, request: RestartRequest) -> int:
-        return await self._write(encode_restart(name, request))
-
-    async def put_session_key(self, session_key: SessionKey) -> int:
-        return await self._write(encode_session_key(session_key))
 
     async def claim_write_privileges(self) -> None:
         """Initialise a new transactional producer now (fencing any other holder of

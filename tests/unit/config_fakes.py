@@ -15,23 +15,13 @@ from eos.storage.config_log import (
     ConfigLog,
     ConfigSnapshot,
     ConfigState,
-    RestartRequest,
-    SessionKey,
-    TargetState,
-    encode_connector_config,
-    encode_connector_tombstone,
-    encode_restart,
-    encode_session_key,
-    encode_target_state,
-    encode_target_state_tombstone,
-    encode_task_commit,
-    encode_task_config,
-    encode_task_count,
+    ConfigWriters,
 )
 
 
-class MemoryConfigLog:
-    """The config topic in memory: writes append records, :meth:`refresh` reads them."""
+class MemoryConfigLog(ConfigWriters):
+    """The config topic in memory: the real writers append records to a list, :meth:`refresh`
+    reads them."""
 
     def __init__(self) -> None:
         self.records: list[Record] = []
@@ -56,30 +46,6 @@ class MemoryConfigLog:
     async def _write(self, *records: Record) -> int:
         self.records.extend(records)
         return len(self.records) - 1
-
-    async def put_connector_config(self, name: str, properties: Mapping[str, str]) -> int:
-        return await self._write(encode_connector_config(name, properties))
-
-    async def remove_connector(self, name: str) -> int:
-        return await self._write(
-            encode_connector_tombstone(name), encode_target_state_tombstone(name)
-        )
-
-    async def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> int:
-        tasks = [encode_task_config(name, i, props) for i, props in enumerate(configs)]
-        return await self._write(*tasks, encode_task_commit(name, len(configs)))
-
-    async def put_target_state(self, name: str, state: TargetState) -> int:
-        return await self._write(encode_target_state(name, state))
-
-    async def put_task_count(self, name: str, tasks: int) -> int:
-        return await self._write(encode_task_count(name, tasks))
-
-    async def put_restart(self, name: str, request: RestartRequest) -> int:
-        return await self._write(encode_restart(name, request))
-
-    async def put_session_key(self, session_key: SessionKey) -> int:
-        return await self._write(encode_session_key(session_key))
 
 
 def leader_state(config_log: MemoryConfigLog, *, leader: bool = True) -> ClusterState:
