@@ -16,7 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from eos.errors import TopicError
-from eos.kafka.clients import ClientConfig, make_admin
+from eos.kafka.clients import ClientConfig, make_admin, started
 
 log = structlog.get_logger(__name__)
 
@@ -45,8 +45,7 @@ async def ensure_topic(
     settings = dict(topic_configs or {})
     if compacted:
         settings["cleanup.policy"] = "compact"
-    admin = make_admin(config)
-    await admin.start()
+    admin = await started(make_admin(config))
     try:
         rf = replication_factor
         if rf == -1:
@@ -71,8 +70,7 @@ async def ensure_topic(
 
 async def kafka_cluster_id(config: ClientConfig) -> str | None:
     """The id of the Kafka cluster (None if the broker does not say)."""
-    admin = make_admin(config)
-    await admin.start()
+    admin = await started(make_admin(config))
     try:
         cluster = await admin.describe_cluster()
     finally:

@@ -1,6 +1,7 @@
 """Every use of aiokafka's private surface, in one place: how a task producer ends its
 transactions from its own coroutine, and transaction version 2 on aiokafka's sender (and
-one metadata call a topic reader needs, :func:`topic_partitions`).
+one metadata call a topic reader needs, :func:`topic_partitions`; and a bootstrap that
+closes its connection when cancelled, :func:`close_what_a_cancelled_bootstrap_opened`).
 
 aiokafka sends everything from one background task per producer (its ``Sender``): it
 wakes on every queued batch, every transactional state change and every response, and
@@ -41,14 +42,19 @@ checks that too).
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextvars
+import functools
 from typing import Any
 
+import aiokafka.client
 import anyio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
-from aiokafka.client import ConnectionGroup, CoordinationType
+from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.cluster import ClusterMetadata
+from aiokafka.conn import AIOKafkaConnection
 from aiokafka.producer.sender import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
@@ -65,6 +71,52 @@ PRODUCER_FENCED = 90
 
 TRANSACTION_ABORTABLE = 120
 """KIP-1050's error code (newer than aiokafka): abort the transaction, then go on."""
+
+
+_Opened = tuple["asyncio.Task[Any] | None", list[AIOKafkaConnection]]
+_bootstrapping: contextvars.ContextVar[_Opened | None] = contextvars.ContextVar(
+    "eos_bootstrapping", default=None
+)
+
+
+def close_what_a_cancelled_bootstrap_opened() -> None:
+    """Make ``AIOKafkaClient.bootstrap`` close the connection it bootstraps from when it is
+    cancelled or fails while asking that connection for metadata.
+
+    aiokafka holds that connection in a local variable and closes it only on the errors it
+    expects; a cancellation there (a worker stopping while its clients start, a timeout
+    around a start) left the socket open until the garbage collector found it, with a
+    ResourceWarning. Every client of the process bootstraps through this (producers,
+    consumers and admin clients included); installing it twice is a no-op."""
+    original: Any = AIOKafkaClient.bootstrap
+    if getattr(original, "eos_guarded", False):
+        return
+    create = aiokafka.client.create_conn
+
+    async def create_conn(*args: Any, **kwargs: Any) -> AIOKafkaConnection:
+        conn: AIOKafkaConnection = await create(*args, **kwargs)
+        opened = _bootstrapping.get()
+        if opened is not None and opened[0] is asyncio.current_task():  # not a child task
+            opened[1].append(conn)
+        return conn
+
+    @functools.wraps(original)
+    async def bootstrap(self: AIOKafkaClient) -> None:
+        opened: list[AIOKafkaConnection] = []
+        token = _bootstrapping.set((asyncio.current_task(), opened))
+        try:
+            await original(self)
+        except BaseException:
+            for conn in opened:  # a failed bootstrap stored none of them in the client
+                if conn.connected():
+                    conn.close()
+            raise
+        finally:
+            _bootstrapping.reset(token)
+
+    bootstrap.eos_guarded = True  # type: ignore[attr-defined]
+    aiokafka.client.create_conn = create_conn
+    AIOKafkaClient.bootstrap = bootstrap
 
 
 async def fresh_metadata(consumer: AIOKafkaConsumer) -> ClusterMetadata:

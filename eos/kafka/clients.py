@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kerrors
@@ -25,6 +26,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
 
 from eos.errors import ConfigError
+from eos.kafka.aiokafka_private import close_what_a_cancelled_bootstrap_opened
 from eos.kafka.client_security import Security, is_security_setting
 
 log = structlog.get_logger(__name__)
@@ -189,3 +191,37 @@ def make_admin(config: ClientConfig, **fixed: Any) -> AIOKafkaAdminClient:
 def make_client(config: ClientConfig, **fixed: Any) -> AIOKafkaClient:
     """A bare protocol client (for requests aiokafka has no API for, e.g. fencing)."""
     return AIOKafkaClient(**config.admin_kwargs(**fixed))
+
+
+close_what_a_cancelled_bootstrap_opened()
+
+C = TypeVar("C", AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaAdminClient, AIOKafkaClient)
+
+STOP_SECONDS = 10.0
+"""The most a client's stop may take once its start failed."""
+
+
+async def started(client: C) -> C:
+    """``client`` started (bootstrapped, for a bare client). A start that fails half-way or
+    is cancelled leaves aiokafka's connections and metadata task behind: they are stopped
+    here before the error goes on, so a caller only stops what it got back."""
+    try:
+        if isinstance(client, AIOKafkaClient):
+            await client.bootstrap()
+        else:
+            await client.start()
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_SECONDS):
+            await stopped(client)
+        raise
+    return client
+
+
+async def stopped(
+    client: AIOKafkaProducer | AIOKafkaConsumer | AIOKafkaAdminClient | AIOKafkaClient,
+) -> None:
+    """Stop or close ``client``, whichever its kind calls it."""
+    if isinstance(client, AIOKafkaProducer | AIOKafkaConsumer):
+        await client.stop()
+    else:
+        await client.close()

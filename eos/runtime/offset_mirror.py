@@ -17,7 +17,7 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from anyio.abc import TaskStatus
 
-from eos.kafka.clients import ClientConfig, make_producer
+from eos.kafka.clients import ClientConfig, make_producer, started
 from eos.runtime.observer import NullObserver, WorkerObserver
 
 log = structlog.get_logger(__name__)
@@ -61,8 +61,9 @@ class OffsetMirror:
                 while self._pending:
                     try:
                         if producer is None:
-                            producer = make_producer(self._config, enable_idempotence=True)
-                            await producer.start()
+                            producer = await started(
+                                make_producer(self._config, enable_idempotence=True)
+                            )
                         await self._flush(producer)
                     except Exception as exc:
                         log.warning("offset mirror write failed; retrying", error=repr(exc))

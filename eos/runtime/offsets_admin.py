@@ -24,7 +24,7 @@ import structlog
 
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
-from eos.kafka.clients import ClientConfig, make_producer
+from eos.kafka.clients import ClientConfig, make_producer, started
 from eos.storage.offset_log import OffsetLog, encode_offset_key, encode_offset_value
 
 log = structlog.get_logger(__name__)
@@ -87,10 +87,11 @@ async def _one_transaction(
     records: list[tuple[bytes, bytes | None]],
     transactional_id: str,
 ) -> None:
-    producer = make_producer(
-        client, transactional_id=transactional_id, enable_idempotence=True, acks="all"
+    producer = await started(
+        make_producer(
+            client, transactional_id=transactional_id, enable_idempotence=True, acks="all"
+        )
     )
-    await producer.start()
     try:
         async with producer.transaction():
             for topic in topics:

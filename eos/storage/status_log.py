@@ -51,7 +51,7 @@ from typing import Any, TypeGuard
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from eos.kafka.clients import ClientConfig, make_producer
+from eos.kafka.clients import ClientConfig, make_producer, started
 from eos.state import State
 from eos.storage._store import (
     Record,
@@ -332,14 +332,14 @@ class StatusLog(TopicStore[StatusTable]):
 
     async def start(self) -> None:
         await super().start()
-        producer = make_producer(
-            self._client_config,
-            enable_idempotence=True,
-            acks="all",
-            client_id=f"eos-status-writer-{self.worker_id}",
+        self._producer = await started(
+            make_producer(
+                self._client_config,
+                enable_idempotence=True,
+                acks="all",
+                client_id=f"eos-status-writer-{self.worker_id}",
+            )
         )
-        await producer.start()
-        self._producer = producer
 
     async def close(self) -> None:
         producer, self._producer = self._producer, None

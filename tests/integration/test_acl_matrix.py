@@ -13,6 +13,7 @@ SASL/SCRAM broker. A connector logging in as a principal of its own is one more 
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ async def run_case(secured: Secured, case: Case, logs: list[Any]) -> None:
     principal = await secured.user("m")
     props = {
         **worker_props(secured.bootstrap, g, **{"offset.flush.interval.ms": "300"}),
-        "session.timeout.ms": "2000", "heartbeat.interval.ms": "400",
+        "session.timeout.ms": "10000", "heartbeat.interval.ms": "1000",
         **secured.client_properties(principal),
     }  # fmt: skip
     out = await secured.topic(f"{g}-out")
@@ -225,17 +226,18 @@ async def test_each_missing_acl_is_one_actionable_line_and_the_grant_resumes(
     secured = secured_kafka("sasl-scram")
     cases = [Case(*c, group=unique_name("mx")) for c in CASES]
     slots = anyio.CapacityLimiter(PARALLEL)
-    failures: dict[str, BaseException] = {}
+    failures: dict[str, str] = {}
 
     async def one(case: Case) -> None:
         async with slots:
             try:
                 await run_case(secured, case, logs)
-            except BaseException as exc:
-                failures[case.id] = exc
+            except BaseException as exc:  # each case's traceback and its worker's last words
+                mine = [str(e) for e in logs if case.group in str(e)][-25:]
+                failures[case.id] = "".join(traceback.format_exception(exc)) + "\n".join(mine)
 
     with capture_logs() as logs:
         async with anyio.create_task_group() as tg:
             for case in cases:
                 tg.start_soon(one, case)
-    assert not failures, "\n".join(f"{k}: {v!r}" for k, v in failures.items())
+    assert not failures, "\n".join(f"{k}:\n{v}" for k, v in failures.items())

@@ -22,7 +22,7 @@ from typing import Any
 
 import aiokafka
 from aiokafka import errors as kerrors
-from aiokafka.client import ConnectionGroup, CoordinationType
+from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.producer.transaction_manager import PidAndEpoch, TransactionResult
 from aiokafka.structs import TopicPartition
 
@@ -233,6 +233,18 @@ def _private_accesses(tree: ast.AST) -> Iterator[tuple[int, str]]:
             and not (isinstance(node.value, ast.Call) and ast.unparse(node.value) == "super()")
         ):
             yield node.lineno, node.attr
+
+
+def test_bootstrap_still_opens_its_connection_through_the_module_s_create_conn() -> None:
+    """What :func:`close_what_a_cancelled_bootstrap_opened` wraps: the bootstrap connection
+    comes from ``aiokafka.client.create_conn``, looked up when bootstrap runs."""
+    import aiokafka.client
+
+    import eos.kafka.clients  # noqa: F401  (installs the wrapper)
+
+    source = inspect.getsource(AIOKafkaClient.bootstrap.__wrapped__)
+    assert "= await create_conn(" in source
+    assert inspect.iscoroutinefunction(aiokafka.client.create_conn)
 
 
 def test_every_private_name_the_module_uses_is_recorded() -> None:
