@@ -5,10 +5,9 @@ record block, ``close()`` at the end.
 
 Steps run in ``transforms`` order; a step with a predicate applies only to the records
 its predicate matches (``negate``: does not match); a dropped record goes no further
-(as Connect's ``TransformationChain``). Bundled steps change one mutable
-:class:`~eos.transforms.row.Row` and the chain builds one new record at the end (or
-returns the input itself if nothing changed); a user's step gets and returns frozen
-records.
+(as Connect's ``TransformationChain``). Bundled steps change one copy of the record
+(:mod:`eos.transforms.row`), which the chain returns (or the input itself if nothing
+changed); a user's step gets a copy of its own and returns a record.
 
 A failing step raises :class:`~eos.errors.TransformError` naming it and the record
 (its cause is the step's own error): what ``errors.tolerance`` acts on.
@@ -24,7 +23,8 @@ from eos.api.transforms import Predicate, Transformation
 from eos.errors import TransformError
 from eos.transforms.base import Mask, NeedsRows, RowPredicate, RowTransform
 from eos.transforms.config import Step, load
-from eos.transforms.row import Row
+from eos.transforms.row import Row, copy_record, same_as
+from eos.transforms.row import load as load_row
 
 
 class BlockDecoder(Protocol):
@@ -112,27 +112,29 @@ class TransformChain:
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         """The record after every step, or None if one dropped it."""
-        if not self._steps:
+        steps = self._steps
+        if not steps:
             return record
         if record.encoded and self.reads_values:
             raise self._encoded(self._first_reading(0), "record blocks or encoded records")
-        return self._run(self._steps, 0, record)
+        return self._run(steps, 0, record)
 
     def _run(
-        self, steps: Sequence[Callable[[Row], bool]], done: int, record: SourceRecord
+        self, steps: Sequence[Callable[[Row], bool]], first: int, record: SourceRecord
     ) -> SourceRecord | None:
-        """``record`` through ``steps`` (the chain's from step ``done`` on)."""
-        row = Row(record)
+        """``record`` through ``steps`` (the chain's from step ``first`` on)."""
+        row = copy_record(record)
+        step = None
         try:
             for step in steps:
                 if not step(row):
                     return None
-                done += 1
         except TransformError:
             raise
         except Exception as exc:
-            raise self._stages[done].failure(_where(record), exc) from exc
-        return record if row.same_as(record) else row.freeze()
+            failed = first + next(i for i, s in enumerate(steps) if s is step)
+            raise self._stages[failed].failure(_where(record), exc) from exc
+        return record if same_as(row, record) else row
 
     # ------------------------------------------------------------------- blocks
 
@@ -202,10 +204,10 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
         user_apply = transform.apply
 
         def run(row: Row) -> bool:
-            result = user_apply(row.record())
+            result = user_apply(copy_record(row))
             if result is None:
                 return False
-            row.load(result)
+            load_row(row, result)
             return True
 
     if predicate is None:
@@ -216,7 +218,7 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
         user_test = predicate.test
 
         def test(row: Row) -> bool:
-            return bool(user_test(row.record()))
+            return bool(user_test(copy_record(row)))
 
     def guarded(row: Row) -> bool:
         return run(row) if test(row) is not negate else True
