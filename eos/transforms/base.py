@@ -65,7 +65,8 @@ class KeyOrValueTransform(RowTransform):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "on_key" in vars(cls):  # the $Key or $Value class: no test per record
+        own = vars(cls)
+        if "on_key" in own and "transform" not in own:  # $Key or $Value: no test per record
             cls.transform = _on_key if cls.on_key else _on_value  # type: ignore[method-assign]
 
     def transform(self, row: Row) -> bool:

@@ -112,12 +112,25 @@ class TransformChain:
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         """The record after every step, or None if one dropped it."""
+        # _run's loop, inlined: the per-record path of every chain (a call saved).
         steps = self._steps
         if not steps:
             return record
         if record.encoded and self.reads_values:
             raise self._encoded(self._first_reading(0), "record blocks or encoded records")
-        return self._run(steps, 0, record)
+        row = copy_record(record)
+        step = None
+        try:
+            for step in steps:
+                if not step(row):
+                    return None
+        except TransformError:
+            raise
+        except Exception as exc:
+            raise self._failure(steps, 0, step, record, exc) from exc
+        if row.value is not record.value or not same_as(row, record):  # _result, inlined
+            return row
+        return record
 
     def _run(
         self, steps: Sequence[Callable[[Row], bool]], first: int, record: SourceRecord
@@ -132,9 +145,20 @@ class TransformChain:
         except TransformError:
             raise
         except Exception as exc:
-            failed = first + next(i for i, s in enumerate(steps) if s is step)
-            raise self._stages[failed].failure(_where(record), exc) from exc
-        return record if same_as(row, record) else row
+            raise self._failure(steps, first, step, record, exc) from exc
+        return _result(row, record)
+
+    def _failure(
+        self,
+        steps: Sequence[Callable[[Row], bool]],
+        first: int,
+        step: Callable[[Row], bool] | None,
+        record: SourceRecord,
+        exc: Exception,
+    ) -> TransformError:
+        """The error naming the stage whose ``step`` raised ``exc`` on ``record``."""
+        failed = first + next(i for i, s in enumerate(steps) if s is step)
+        return self._stages[failed].failure(_where(record), exc)
 
     # ------------------------------------------------------------------- blocks
 
@@ -243,6 +267,13 @@ def _mask(stage: _Stage, block: RecordBlock) -> Mask:
     if all(applies):
         return None
     return applies if any(applies) else _SKIP
+
+
+def _result(row: Row, record: SourceRecord) -> SourceRecord:
+    """``record`` itself where no step changed a field, else the changed copy."""
+    if row.value is record.value and row.topic is record.topic and same_as(row, record):
+        return record
+    return row
 
 
 def _where(record: SourceRecord) -> str:
