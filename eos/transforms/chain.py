@@ -128,9 +128,10 @@ class TransformChain:
             raise
         except Exception as exc:
             raise self._failure(steps, 0, step, record, exc) from exc
-        if row.value is not record.value or not same_as(row, record):  # _result, inlined
-            return row
-        return record
+        # _result, inlined: the fields steps change most, then the others
+        if row.value is record.value and row.topic is record.topic and same_as(row, record):
+            return record
+        return row
 
     def _run(
         self, steps: Sequence[Callable[[Row], bool]], first: int, record: SourceRecord

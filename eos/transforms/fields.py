@@ -160,7 +160,9 @@ class InsertField(KeyOrValueTransform):
 
     def _into_struct(self, row: Row, struct: Struct) -> Struct:
         """A Struct key or value with the fields added (its schema derived once)."""
-        new_schema, defaults = self._plans.get(struct.schema, self._plan)
+        plans, schema = self._plans, struct.schema
+        plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
+        new_schema, defaults = plan
         values = values_with(struct, defaults)
         if self._metadata:
             if self._topic:

@@ -63,10 +63,12 @@ class ValueToKey(RowTransform):
             row.key_schema = None
             return True
         struct = require_struct(value, "copying fields from value to key")
-        key_schema, positions = self._keys.get(struct.schema, self._plan)
+        plans, schema = self._keys, struct.schema
+        plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
+        key_schema, positions = plan
         row.key = struct_of(key_schema, values_at(struct, positions, self._defaults))
         row.key_schema = key_schema
-        row.value_schema = struct.schema
+        row.value_schema = schema
         return True
 
     def _plan(self, value_schema: Schema) -> _KeyPlan:

@@ -12,7 +12,7 @@ fields) and hashes only on a miss.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from eos.api.schema import Field, Schema, Struct
 from eos.errors import DataError
@@ -23,23 +23,27 @@ T = TypeVar("T")
 
 class SchemaCache(Generic[T]):
     """``get(schema, build)``: ``build(schema)`` once per distinct input schema (what a
-    transform derives from it: a schema, or a schema with field positions)."""
+    transform derives from it: a schema, or a schema with field positions).
+
+    ``last`` and ``last_built`` are the most recent pair: a transform on the per-record
+    path checks ``schema is cache.last`` itself and calls :meth:`get` only when not
+    (``last`` is None until the first :meth:`get`; a call less per record)."""
 
     def __init__(self) -> None:
-        self._last: Schema | None = None
-        self._last_built: T | None = None
+        self.last: Schema | None = None
+        self.last_built: T = cast(T, None)
         self._by_value: dict[Schema, T] = {}
 
     def get(self, schema: Schema, build: Callable[[Schema], T]) -> T:
-        if schema is self._last and self._last_built is not None:
-            return self._last_built
+        if schema is self.last:
+            return self.last_built
         built = self._by_value.get(schema)
         if built is None:
             built = build(schema)
             if len(self._by_value) >= CACHE_SIZE:
                 self._by_value.pop(next(iter(self._by_value)))
             self._by_value[schema] = built
-        self._last, self._last_built = schema, built
+        self.last, self.last_built = schema, built
         return built
 
 
