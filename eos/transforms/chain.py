@@ -74,6 +74,7 @@ class TransformChain:
     """A connector's configured steps; see the module's docstring."""
 
     def __init__(self, steps: Sequence[Step] = ()) -> None:
+        self._configured = tuple(steps)
         self._stages = tuple(_Stage(s) for s in steps)
         self._steps = tuple(_step(s) for s in self._stages)
         self._reads_from = [
@@ -112,7 +113,6 @@ class TransformChain:
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         """The record after every step, or None if one dropped it."""
-        # _run's loop, inlined: the per-record path of every chain (a call saved).
         steps = self._steps
         if not steps:
             return record
@@ -127,39 +127,12 @@ class TransformChain:
         except TransformError:
             raise
         except Exception as exc:
-            raise self._failure(steps, 0, step, record, exc) from exc
-        # _result, inlined: the fields steps change most, then the others
+            failed = next(i for i, s in enumerate(steps) if s is step)
+            raise self._stages[failed].failure(_where(record), exc) from exc
+        # the fields steps change most first, then the others
         if row.value is record.value and row.topic is record.topic and same_as(row, record):
             return record
         return row
-
-    def _run(
-        self, steps: Sequence[Callable[[Row], bool]], first: int, record: SourceRecord
-    ) -> SourceRecord | None:
-        """``record`` through ``steps`` (the chain's from step ``first`` on)."""
-        row = copy_record(record)
-        step = None
-        try:
-            for step in steps:
-                if not step(row):
-                    return None
-        except TransformError:
-            raise
-        except Exception as exc:
-            raise self._failure(steps, first, step, record, exc) from exc
-        return _result(row, record)
-
-    def _failure(
-        self,
-        steps: Sequence[Callable[[Row], bool]],
-        first: int,
-        step: Callable[[Row], bool] | None,
-        record: SourceRecord,
-        exc: Exception,
-    ) -> TransformError:
-        """The error naming the stage whose ``step`` raised ``exc`` on ``record``."""
-        failed = first + next(i for i, s in enumerate(steps) if s is step)
-        return self._stages[failed].failure(_where(record), exc)
 
     # ------------------------------------------------------------------- blocks
 
@@ -199,9 +172,9 @@ class TransformChain:
             records = decoder.decode(block)
         else:
             records = block.records()
-        out, steps = [], self._steps[first:]
+        out, rest = [], TransformChain(self._configured[first:])  # the same transforms
         for record in records:
-            transformed = self._run(steps, first, record)
+            transformed = rest.apply(record)
             if transformed is not None:
                 out.append(transformed)
         return out
@@ -268,13 +241,6 @@ def _mask(stage: _Stage, block: RecordBlock) -> Mask:
     if all(applies):
         return None
     return applies if any(applies) else _SKIP
-
-
-def _result(row: Row, record: SourceRecord) -> SourceRecord:
-    """``record`` itself where no step changed a field, else the changed copy."""
-    if row.value is record.value and row.topic is record.topic and same_as(row, record):
-        return record
-    return row
 
 
 def _where(record: SourceRecord) -> str:
