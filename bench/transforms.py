@@ -19,8 +19,8 @@ same ratio for a path of 5 us per record (the issue's measure of the typical pat
 producer included). Record blocks: ``route+header`` renames the topic and adds a
 header on a block of 1000 encoded rows, ``filter`` drops rows by a topic predicate.
 
-Every round is printed; the summary takes the fastest round of each (the least
-disturbed on a shared machine). Usage:
+Every round is printed; the summary takes the median of the rounds of each (each
+ratio from the medians). Usage:
 
     python bench/transforms.py [--records 50000] [--rounds 5]
 """
@@ -191,19 +191,18 @@ def main() -> None:
             )
             if round_no:
                 blocks.setdefault(name, []).append(cost)
-    print("\nSummary (fastest round; median of the chain alone in brackets):\n")
+    print("\nSummary (median of the rounds; the fastest and slowest chain alone in brackets):\n")
     print("| record | chain | chain µs | path µs | path+chain µs | rate | at 5 µs |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for (kind, name), rows in results.items():
-        alone = min(r[0] for r in rows)
-        path, full = min(r[1] for r in rows), min(r[2] for r in rows)
-        median = statistics.median(r[0] for r in rows)
+        alone, path, full = (statistics.median(r[i] for r in rows) for i in range(3))
+        low, high = min(r[0] for r in rows), max(r[0] for r in rows)
         print(
-            f"| {kind} | {name} | {alone:.2f} ({median:.2f}) | {path:.2f} | {full:.2f} | "
-            f"{path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
+            f"| {kind} | {name} | {alone:.2f} ({low:.2f} to {high:.2f}) | {path:.2f} | "
+            f"{full:.2f} | {path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
         )
     for name, costs in blocks.items():
-        print(f"| block | {name} | {min(costs):.3f} per row | | | | |")
+        print(f"| block | {name} | {statistics.median(costs):.3f} per row | | | | |")
 
 
 if __name__ == "__main__":

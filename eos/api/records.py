@@ -12,13 +12,11 @@ SourcePartition = Mapping[str, Any]
 """A part of the external system one task reads (a file, a table, a topic-partition).
 Must be JSON-serialisable; it is the key under which the task's progress is stored."""
 
-_set = object.__setattr__
-
 SourceOffset = Mapping[str, Any]
 """How far a source partition has been read. Must be JSON-serialisable."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, unsafe_hash=True)
 class SourceRecord:
     """One record for Kafka, with the (partition → offset) pair that describes
     how far the source has been read once this record is written.
@@ -37,6 +35,13 @@ class SourceRecord:
     (``bytes`` or None) and the converters are skipped: for connectors that
     produce the connector's converter format themselves, faster than Python
     could (SparkSource has Spark write the JSON when both converters are ``json``).
+
+    A record is a value: once handed over (returned from ``poll``, given to or
+    returned by a transform) it must not be changed; make a changed copy with
+    ``dataclasses.replace(record, topic=…)``. This is not enforced: a record is built
+    per row on the typical path, and a frozen dataclass costs three times as much to
+    build (1.5 µs instead of 0.4 µs for eleven fields on the reference machine).
+    Records compare and hash by their fields, as frozen dataclasses do.
     """
 
     source_partition: SourcePartition
@@ -50,34 +55,6 @@ class SourceRecord:
     encoded: bool = False
     key_schema: Schema | None = None
     value_schema: Schema | None = None
-
-    def __init__(
-        self,
-        source_partition: SourcePartition,
-        source_offset: SourceOffset | None,
-        topic: str,
-        value: Any,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp: int | None = None,
-        headers: Sequence[tuple[str, bytes | None]] = (),
-        encoded: bool = False,
-        key_schema: Schema | None = None,
-        value_schema: Schema | None = None,
-    ) -> None:
-        # The dataclass's own __init__, without its lookup of object.__setattr__ per field:
-        # a record is built per row on the typical path (0.3 µs of 1.7 µs saved).
-        _set(self, "source_partition", source_partition)
-        _set(self, "source_offset", source_offset)
-        _set(self, "topic", topic)
-        _set(self, "value", value)
-        _set(self, "key", key)
-        _set(self, "partition", partition)
-        _set(self, "timestamp", timestamp)
-        _set(self, "headers", headers)
-        _set(self, "encoded", encoded)
-        _set(self, "key_schema", key_schema)
-        _set(self, "value_schema", value_schema)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,11 +34,11 @@ from eos.config.definition import ConfigDef
 class Transformation(ABC):
     """Turns one record into another, or drops it (:meth:`apply` returns None).
 
-    Records are frozen: return a new one (``dataclasses.replace(record, topic=…)``)
-    or the same one unchanged. Raise :class:`~eos.errors.ConfigError` from
-    :meth:`configure` naming the bad setting (without the ``transforms.<alias>.``
-    prefix; the framework adds it), and :class:`~eos.errors.DataError` from
-    :meth:`apply` for a record it cannot handle.
+    Never change the record given: return a new one
+    (``dataclasses.replace(record, topic=…)``) or the same one unchanged. Raise
+    :class:`~eos.errors.ConfigError` from :meth:`configure` naming the bad setting
+    (without the ``transforms.<alias>.`` prefix; the framework adds it), and
+    :class:`~eos.errors.DataError` from :meth:`apply` for a record it cannot handle.
     """
 
     reads_values: ClassVar[bool] = True

@@ -1,6 +1,6 @@
-"""What the bundled transforms and predicates share: they work on a :class:`Row` in
-place (the chain's fast path, one record built at its end), and, where their work is
-on topics, headers or timestamps, on a :class:`~eos.api.RecordBlock`'s columns.
+"""What the bundled transforms and predicates share: they work on a :data:`Row` in
+place (the chain's fast path: its own copy of the record, made once), and, where their
+work is on topics, headers or timestamps, on a :class:`~eos.api.RecordBlock`'s columns.
 
 Block methods take a *mask*: None for every row, else one bool per row saying which rows
 the step applies to (its predicate matched). They raise :class:`NeedsRows` when the
@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from eos.api.records import RecordBlock, SourceRecord
 from eos.api.schema import Schema
 from eos.api.transforms import Predicate, Transformation
-from eos.transforms.row import Row
+from eos.transforms.row import Row, copy_record, same_as
 
 Mask = Sequence[bool] | None
 """Which rows of a block a step applies to; None: every row."""
@@ -29,17 +29,17 @@ class NeedsRows(Exception):
 
 
 class RowTransform(Transformation):
-    """A bundled transform: :meth:`transform` changes a :class:`Row` in place."""
+    """A bundled transform: :meth:`transform` changes a :data:`Row` in place."""
 
     @abstractmethod
     def transform(self, row: Row) -> bool:
         """Change ``row``; False drops the record."""
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
-        row = Row(record)
+        row = copy_record(record)
         if not self.transform(row):
             return None
-        return record if row.same_as(record) else row.freeze()
+        return record if same_as(row, record) else row
 
     def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
         """The block with the step applied to the rows of ``mask`` (None: all dropped)."""
@@ -47,10 +47,10 @@ class RowTransform(Transformation):
 
 
 class RowPredicate(Predicate):
-    """A bundled predicate: tests a :class:`Row` or a record alike."""
+    """A bundled predicate: tests a :data:`Row` or a record alike."""
 
     @abstractmethod
-    def test(self, record: SourceRecord | Row) -> bool: ...
+    def test(self, record: SourceRecord) -> bool: ...
 
     def test_block(self, block: RecordBlock) -> bool | Sequence[bool]:
         """One answer for every row, or one per row."""
@@ -65,7 +65,8 @@ class KeyOrValueTransform(RowTransform):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "on_key" in vars(cls):  # the $Key or $Value class: no test per record
+        own = vars(cls)
+        if "on_key" in own and "transform" not in own:  # $Key or $Value: no test per record
             cls.transform = _on_key if cls.on_key else _on_value  # type: ignore[method-assign]
 
     def transform(self, row: Row) -> bool:

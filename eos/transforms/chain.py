@@ -5,10 +5,9 @@ record block, ``close()`` at the end.
 
 Steps run in ``transforms`` order; a step with a predicate applies only to the records
 its predicate matches (``negate``: does not match); a dropped record goes no further
-(as Connect's ``TransformationChain``). Bundled steps change one mutable
-:class:`~eos.transforms.row.Row` and the chain builds one new record at the end (or
-returns the input itself if nothing changed); a user's step gets and returns frozen
-records.
+(as Connect's ``TransformationChain``). Bundled steps change one copy of the record
+(:mod:`eos.transforms.row`), which the chain returns (or the input itself if nothing
+changed); a user's step gets a copy of its own and returns a record.
 
 A failing step raises :class:`~eos.errors.TransformError` naming it and the record
 (its cause is the step's own error): what ``errors.tolerance`` acts on.
@@ -24,7 +23,8 @@ from eos.api.transforms import Predicate, Transformation
 from eos.errors import TransformError
 from eos.transforms.base import Mask, NeedsRows, RowPredicate, RowTransform
 from eos.transforms.config import Step, load
-from eos.transforms.row import Row
+from eos.transforms.row import Row, copy_record, same_as
+from eos.transforms.row import load as load_row
 
 
 class BlockDecoder(Protocol):
@@ -74,6 +74,7 @@ class TransformChain:
     """A connector's configured steps; see the module's docstring."""
 
     def __init__(self, steps: Sequence[Step] = ()) -> None:
+        self._configured = tuple(steps)
         self._stages = tuple(_Stage(s) for s in steps)
         self._steps = tuple(_step(s) for s in self._stages)
         self._reads_from = [
@@ -112,27 +113,26 @@ class TransformChain:
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         """The record after every step, or None if one dropped it."""
-        if not self._steps:
+        steps = self._steps
+        if not steps:
             return record
         if record.encoded and self.reads_values:
             raise self._encoded(self._first_reading(0), "record blocks or encoded records")
-        return self._run(self._steps, 0, record)
-
-    def _run(
-        self, steps: Sequence[Callable[[Row], bool]], done: int, record: SourceRecord
-    ) -> SourceRecord | None:
-        """``record`` through ``steps`` (the chain's from step ``done`` on)."""
-        row = Row(record)
+        row = copy_record(record)
+        step = None
         try:
             for step in steps:
                 if not step(row):
                     return None
-                done += 1
         except TransformError:
             raise
         except Exception as exc:
-            raise self._stages[done].failure(_where(record), exc) from exc
-        return record if row.same_as(record) else row.freeze()
+            failed = next(i for i, s in enumerate(steps) if s is step)
+            raise self._stages[failed].failure(_where(record), exc) from exc
+        # the fields steps change most first, then the others
+        if row.value is record.value and row.topic is record.topic and same_as(row, record):
+            return record
+        return row
 
     # ------------------------------------------------------------------- blocks
 
@@ -172,9 +172,9 @@ class TransformChain:
             records = decoder.decode(block)
         else:
             records = block.records()
-        out, steps = [], self._steps[first:]
+        out, rest = [], TransformChain(self._configured[first:])  # the same transforms
         for record in records:
-            transformed = self._run(steps, first, record)
+            transformed = rest.apply(record)
             if transformed is not None:
                 out.append(transformed)
         return out
@@ -202,10 +202,10 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
         user_apply = transform.apply
 
         def run(row: Row) -> bool:
-            result = user_apply(row.record())
+            result = user_apply(copy_record(row))
             if result is None:
                 return False
-            row.load(result)
+            load_row(row, result)
             return True
 
     if predicate is None:
@@ -216,7 +216,7 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
         user_test = predicate.test
 
         def test(row: Row) -> bool:
-            return bool(user_test(row.record()))
+            return bool(user_test(copy_record(row)))
 
     def guarded(row: Row) -> bool:
         return run(row) if test(row) is not negate else True

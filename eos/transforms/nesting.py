@@ -48,19 +48,27 @@ class ValueToKey(RowTransform):
         self._keys: SchemaCache[_KeyPlan] = SchemaCache()
 
     def transform(self, row: Row) -> bool:
+        value = row.value
         if row.value_schema is None:
-            value = require_map(row.value, "copying fields from value to key")
-            key = {}
-            for name in self._fields:  # a loop is faster here than a comprehension
-                key[name] = value.get(name)
-            row.key = key
+            if type(value) is not dict:  # the common case skips the ABC check
+                value = require_map(value, "copying fields from value to key")
+            fields = self._fields
+            if len(fields) == 1:  # the common case, without a loop
+                row.key = {fields[0]: value.get(fields[0])}
+            else:
+                key = {}
+                for name in fields:  # a loop is faster here than a comprehension
+                    key[name] = value.get(name)
+                row.key = key
             row.key_schema = None
             return True
-        struct = require_struct(row.value, "copying fields from value to key")
-        key_schema, positions = self._keys.get(struct.schema, self._plan)
+        struct = require_struct(value, "copying fields from value to key")
+        plans, schema = self._keys, struct.schema
+        plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
+        key_schema, positions = plan
         row.key = struct_of(key_schema, values_at(struct, positions, self._defaults))
         row.key_schema = key_schema
-        row.value_schema = struct.schema
+        row.value_schema = schema
         return True
 
     def _plan(self, value_schema: Schema) -> _KeyPlan:

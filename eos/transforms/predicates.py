@@ -60,7 +60,7 @@ class TopicNameMatches(RowPredicate):
             self._cache[topic] = found
         return found
 
-    def test(self, record: SourceRecord | Row) -> bool:
+    def test(self, record: SourceRecord) -> bool:
         return self.matches(record.topic)
 
     def test_block(self, block: RecordBlock) -> bool | Sequence[bool]:
@@ -85,7 +85,7 @@ class HasHeaderKey(RowPredicate):
     def configure(self, settings: Mapping[str, str]) -> None:
         self._name: str = HAS_HEADER_KEY_CONFIG.parse(settings)["name"]
 
-    def test(self, record: SourceRecord | Row) -> bool:
+    def test(self, record: SourceRecord) -> bool:
         name = self._name
         return any(h[0] == name for h in record.headers)
 
@@ -101,7 +101,7 @@ class RecordIsTombstone(RowPredicate):
 
     reads_values = False  # a None value stays None encoded
 
-    def test(self, record: SourceRecord | Row) -> bool:
+    def test(self, record: SourceRecord) -> bool:
         return record.value is None
 
     def test_block(self, block: RecordBlock) -> bool | Sequence[bool]:

@@ -1,7 +1,7 @@
 """Schema helpers the field transforms share: Connect's checks (``requireMap``,
 ``requireStruct``), a cache of derived schemas, and building a Struct from values that
-are valid already (:func:`struct_of`, :func:`struct_values`, :func:`values_at`: the one
-place that reads and fills a Struct's slots directly).
+are valid already (:func:`struct_of`, :func:`struct_values`, :func:`values_with`,
+:func:`values_at`: the one place that reads and fills a Struct's slots directly).
 
 :class:`SchemaCache` keeps the schema a transform derived from an input schema, as
 Connect's transforms keep theirs (an LRU of 16): records of one connector share one
@@ -12,7 +12,7 @@ fields) and hashes only on a miss.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from eos.api.schema import Field, Schema, Struct
 from eos.errors import DataError
@@ -23,23 +23,27 @@ T = TypeVar("T")
 
 class SchemaCache(Generic[T]):
     """``get(schema, build)``: ``build(schema)`` once per distinct input schema (what a
-    transform derives from it: a schema, or a schema with field positions)."""
+    transform derives from it: a schema, or a schema with field positions).
+
+    ``last`` and ``last_built`` are the most recent pair: a transform on the per-record
+    path checks ``schema is cache.last`` itself and calls :meth:`get` only when not
+    (``last`` is None until the first :meth:`get`; a call less per record)."""
 
     def __init__(self) -> None:
-        self._last: Schema | None = None
-        self._last_built: T | None = None
+        self.last: Schema | None = None
+        self.last_built: T = cast(T, None)
         self._by_value: dict[Schema, T] = {}
 
     def get(self, schema: Schema, build: Callable[[Schema], T]) -> T:
-        if schema is self._last and self._last_built is not None:
-            return self._last_built
+        if schema is self.last:
+            return self.last_built
         built = self._by_value.get(schema)
         if built is None:
             built = build(schema)
             if len(self._by_value) >= CACHE_SIZE:
                 self._by_value.pop(next(iter(self._by_value)))
             self._by_value[schema] = built
-        self._last, self._last_built = schema, built
+        self.last, self.last_built = schema, built
         return built
 
 
@@ -90,13 +94,23 @@ def struct_of(schema: Schema, values: list[Any]) -> Struct:
     return struct
 
 
+Defaults = tuple[tuple[int, Any], ...]
+"""(index, default) of each field of a schema that has a default (:func:`field_defaults`)."""
+
+
 def struct_values(struct: Struct, with_default: bool) -> list[Any]:
     """Every field's value in order (with ``with_default``, a None field's default)."""
-    values = list(struct._values)
-    if with_default:
-        for index, default in _field_defaults(struct.schema):
-            if values[index] is None:
-                values[index] = default
+    return values_with(struct, field_defaults(struct.schema) if with_default else ())
+
+
+def values_with(struct: Struct, defaults: Defaults) -> list[Any]:
+    """Every field's value in order, a None field taking its default from ``defaults``
+    (:func:`field_defaults` of the struct's schema, kept by a transform per schema; ()
+    for none)."""
+    values = struct._values.copy()
+    for index, default in defaults:
+        if values[index] is None:
+            values[index] = default
     return values
 
 
@@ -104,7 +118,8 @@ def values_at(struct: Struct, positions: list[int], with_default: bool) -> list[
     """The values of the fields at ``positions`` (with ``with_default``, a None field's
     default)."""
     values = struct._values
-    picked = [values[i] for i in positions]
+    # one field (the common case) without a comprehension: twice as fast
+    picked = [values[positions[0]]] if len(positions) == 1 else [values[i] for i in positions]
     if with_default and None in picked:
         fields = struct.schema.fields
         picked = [
@@ -116,10 +131,10 @@ def values_at(struct: Struct, positions: list[int], with_default: bool) -> list[
 
 _new = object.__new__
 
-_DEFAULTS: dict[int, tuple[Schema, tuple[tuple[int, Any], ...]]] = {}
+_DEFAULTS: dict[int, tuple[Schema, Defaults]] = {}
 
 
-def _field_defaults(schema: Schema) -> tuple[tuple[int, Any], ...]:
+def field_defaults(schema: Schema) -> Defaults:
     """(index, default) of each field with a default; remembered per schema object."""
     known = _DEFAULTS.get(id(schema))
     if known is not None and known[0] is schema:

@@ -18,7 +18,7 @@ from eos.api.transforms import Predicate
 from eos.config.definition import NO_DEFAULT, ConfigDef, Type
 from eos.errors import DataError, TransformError
 from eos.transforms import TransformChain
-from eos.transforms.row import BUILT_FIELDS
+from eos.transforms.row import copy_record
 from tests.unit.transform_cases import CONNECT, OFFSET, PARTITION, apply, chain, record
 
 
@@ -118,9 +118,30 @@ def test_an_unchanged_record_comes_back_as_it_is_and_a_changed_one_is_new() -> N
     assert dataclasses.replace(renamed, topic="nomatch") == dataclasses.replace(r, topic="nomatch")
 
 
+def test_the_chains_copy_has_every_field_of_the_record() -> None:
+    # The copy fills the slots one by one: it must cover every field a record has.
+    r = SourceRecord(
+        PARTITION,
+        OFFSET,
+        "t",
+        b"v",
+        key=b"k",
+        partition=3,
+        timestamp=9,
+        headers=(("a", b"b"),),
+        encoded=True,
+        key_schema=OPTIONAL_STRING_SCHEMA,
+        value_schema=OPTIONAL_STRING_SCHEMA,
+    )
+    copied = copy_record(r)
+    assert copied is not r
+    assert type(copied) is SourceRecord
+    for f in dataclasses.fields(SourceRecord):
+        assert getattr(copied, f.name) is getattr(r, f.name), f.name
+    assert copied == r
+
+
 def test_the_new_record_keeps_every_other_field() -> None:
-    # The builder fills the slots directly: it must cover every field SourceRecord has.
-    assert set(BUILT_FIELDS) == {f.name for f in dataclasses.fields(SourceRecord)}
     c = chain(
         {"transforms": "h", "transforms.h.type": "HoistField$Value", "transforms.h.field": "f"}
     )
@@ -135,10 +156,12 @@ def test_the_new_record_keeps_every_other_field() -> None:
         headers=(("a", b"b"),),
         key_schema=OPTIONAL_STRING_SCHEMA,
     )
+    before = dataclasses.replace(r)
     out = apply(c, r)
     assert out == dataclasses.replace(r, value={"f": "v"})
     assert out.source_partition is r.source_partition
     assert out.source_offset is r.source_offset
+    assert r == before  # the chain changed its own copy, not the record it was given
 
 
 class Spy(Transformation):

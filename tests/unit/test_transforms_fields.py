@@ -140,6 +140,35 @@ def test_insert_field_replace_null_with_default() -> None:
         assert out.value.get_without_default("n") == expected
 
 
+def test_insert_field_and_value_to_key_follow_each_records_schema() -> None:
+    # Each keeps what it derived from the last schema: records of two schemas, alternating.
+    small = struct_schema(("id", INT32_SCHEMA))
+    wide = struct_schema(
+        ("id", INT32_SCHEMA), ("n", SchemaBuilder.int32().optional().default(5).build())
+    )
+    c = chain(
+        {
+            "transforms": "i,k",
+            "transforms.i.type": "InsertField$Value",
+            "transforms.i.static.field": "s",
+            "transforms.i.static.value": "v",
+            "transforms.k.type": "ValueToKey",
+            "transforms.k.fields": "id",
+        }
+    )
+    for _ in range(2):
+        out = apply(c, record(struct(small, id=1), value_schema=small))
+        assert [f.name for f in out.value.schema.fields] == ["id", "s"]
+        assert as_dict(out.value) == {"id": 1, "s": "v"}
+        out = apply(c, record(struct(wide, id=2), value_schema=wide))
+        assert [f.name for f in out.value.schema.fields] == ["id", "n", "s"]
+        assert as_dict(out.value) == {"id": 2, "n": 5, "s": "v"}
+        assert out.value_schema is out.value.schema
+        assert as_dict(out.key) == {"id": 2}
+        assert out.key_schema is not None
+        assert out.key_schema.fields[0].schema == INT32_SCHEMA
+
+
 def test_insert_field_needs_a_map_or_struct() -> None:
     with pytest.raises(TransformError) as info:
         one("InsertField$Value", static_field="s", static_value="v").apply(record("text"))
