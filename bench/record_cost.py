@@ -1,15 +1,16 @@
 """CPU per record of the typical connector path, stage by stage, without a broker.
 
 FileSource's task reads a file of ``--lines`` lines of 100 bytes (its defaults, its
-thread-pool reads run inline), every record goes through the runtime's convert step
-(JSON converters, the value a STRING with its schema) and into a librdkafka producer's
-``produce()`` (no broker: the records only queue), and the send step keeps the offsets
-of each poll batch. Timed with the thread's CPU clock (``time.thread_time``), so other
-load on the machine disturbs it less than a wall clock; every round is printed and the
-summary takes the fastest round of each stage:
+thread-pool reads run inline) and hands them over in record blocks; every block goes
+through the record path's encoding of typed blocks (JSON converters, the values a
+STRING column, :func:`~eos.runtime.converters.encode_block`) and its rows into a
+librdkafka producer's ``produce()`` (no broker: the records only queue), and the send
+step keeps the offsets of each poll batch. Timed with the thread's CPU clock
+(``time.thread_time``), so other load on the machine disturbs it less than a wall clock;
+every round is printed and the summary takes the fastest round of each stage:
 
-  poll      FileSourceTask.poll: the lines read, decoded, and a SourceRecord per line
-  convert   the path's convert step (key and value converters) and produce()
+  poll      FileSourceTask.poll: the lines read, decoded, a RecordBlock per file read
+  convert   the blocks encoded by the converters (a column at a time) and produce()
   offsets   the send step's offsets batch for the poll
 
 What it leaves out (the event loop, the transaction, librdkafka's own threads, the
@@ -30,8 +31,10 @@ from typing import Any
 import anyio
 from confluent_kafka import Producer
 
+from eos.api import RecordBlock
+from eos.runtime.converters import encode_block
 from eos.runtime.converters.json import JsonConverter
-from eos.runtime.record_path import RecordPath
+from eos.runtime.producers.base import count_records
 from eos.runtime.source_task import _keep_offsets
 from eos.storage.offset_log import OffsetBatch
 from services.connectors.file import FileSourceTask
@@ -63,19 +66,16 @@ def lines_file(lines: int) -> Path:
     return path
 
 
-def convert_step() -> Any:
-    """The path's convert step with the json converters (the worker's defaults)."""
-    path = object.__new__(RecordPath)
-    path.keys, path.values = JsonConverter(), JsonConverter()
-    path.keys.configure({}, True)
-    path.values.configure({}, False)
-    topics: set[str] = set()
-    path.check_topic = topics.add
-    return path._make_convert()
+def converters() -> tuple[JsonConverter, JsonConverter]:
+    """The key and value converters of the worker's defaults (json)."""
+    keys, values = JsonConverter(), JsonConverter()
+    keys.configure({}, True)
+    values.configure({}, False)
+    return keys, values
 
 
 async def one_round(path: Path, lines: int, batch_size: int | None) -> dict[str, float]:
-    convert = convert_step()
+    keys, values = converters()
     producer = Producer(
         {
             "bootstrap.servers": "127.0.0.1:1",
@@ -101,14 +101,17 @@ async def one_round(path: Path, lines: int, batch_size: int | None) -> dict[str,
         spent["poll"] += polled - start
         if not records:
             continue
-        for record in records:
-            key, value = convert(record)
-            produce(record.topic, value, key, -1, None)
+        for block in records:
+            assert isinstance(block, RecordBlock)
+            encoded = encode_block(block, keys, values)
+            topic, row_keys = encoded.topic, encoded.keys or [None] * len(encoded)
+            for key, value in zip(row_keys, encoded.values, strict=True):
+                produce(topic, value, key, -1, None)
         converted = time.thread_time()
         spent["convert"] += converted - polled
         _keep_offsets(offsets, records)
         spent["offsets"] += time.thread_time() - converted
-        n += len(records)
+        n += count_records(records)
     producer.purge()
     return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
 

@@ -267,3 +267,14 @@ def test_sources_declare_schemas_their_values_fit() -> None:
     for size, schema in ((0, VALUE_SCHEMA), (120, PADDED_SCHEMA)):
         value = record_value("p-1", 41, 0, size)
         assert json.from_connect_data("t", schema, value) == json.convert("t", value)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("props", [{}, {"schemas.enable": "true"}])
+def test_a_json_string_column_is_each_rows_bytes(props: dict[str, str]) -> None:
+    texts = ["plain", "", 'q " \\ /', "ctrl \x00\x01\x1f\x7f", "é", "😀 astral", "tab\t\n"]
+    json = make_converter("json", props)
+    rows = [json.from_connect_data("t", STRING_SCHEMA, t) for t in texts]  # type: ignore[attr-defined]
+    assert json.from_connect_block("t", STRING_SCHEMA, texts) == rows  # type: ignore[attr-defined]
+    assert json.from_connect_block("t", STRING_SCHEMA, texts[:2]) == rows[:2]  # type: ignore[attr-defined]
+    with pytest.raises(DataError):  # not all strings: row by row, as before
+        json.from_connect_block("t", STRING_SCHEMA, ["a", 1])  # type: ignore[attr-defined]

@@ -1,15 +1,18 @@
-"""FileSource: complete lines only, new lines and files, resuming, file → task assignment."""
+"""FileSource: complete lines only, in a block per file read, new lines and files, resuming,
+file → task assignment (what a reader sees of its blocks: test_file_source_blocks.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
-from eos.api import ConfigError, ExactlyOnceSupport, SourceRecord, SourceTaskContext
+from eos.api import ConfigError, ExactlyOnceSupport, RecordBlock, SourceTaskContext
+from eos.api.schema import STRING_SCHEMA
 from services.connectors.file import FileSource, FileSourceTask, owner_of, read_lines
 from tests.unit.test_verifiable import InlineResources, MemoryOffsets
 
@@ -47,12 +50,14 @@ async def started_task(
     return source
 
 
-async def poll(task: FileSourceTask) -> list[SourceRecord]:
-    return list(await task.poll() or [])
+async def poll(task: FileSourceTask) -> list[RecordBlock]:
+    blocks = list(await task.poll() or [])
+    assert all(isinstance(b, RecordBlock) for b in blocks)
+    return blocks  # type: ignore[return-value]
 
 
-def lines(records: Sequence[SourceRecord]) -> list[str]:
-    return [r.value for r in records]
+def lines(blocks: Sequence[RecordBlock]) -> list[str]:
+    return [line for block in blocks for line in block.values]
 
 
 async def test_complete_lines_with_offsets(tmp_path: Path) -> None:
@@ -60,13 +65,16 @@ async def test_complete_lines_with_offsets(tmp_path: Path) -> None:
     log.write_bytes(b"one\ntwo\r\nthree")
     (tmp_path / "other.txt").write_text("not matched\n")
     task = await started_task(settings(tmp_path))
-    records = await poll(task)
-    assert lines(records) == ["one", "two"]
-    path = str(log)
-    assert records[0].source_partition == {"file": path}
-    assert [r.source_offset for r in records] == [{"position": 4}, {"position": 9}]
-    assert records[0].topic == "lines"
-    assert records[0].key is None
+    (block,) = await poll(task)
+    assert list(block.values) == ["one", "two"]
+    assert block.source_partition == {"file": str(log)}
+    assert block.source_offset == {"position": 9}  # after the block's last line
+    assert (block.topic, block.keys, block.value_schema) == ("lines", None, STRING_SCHEMA)
+    assert not block.encoded  # the converters encode the lines
+    rows = block.records()
+    assert [(r.value, r.key, r.source_offset) for r in rows] == [
+        ("one", None, None), ("two", None, {"position": 9})
+    ]  # fmt: skip
     assert await task.poll() is None  # "three" has no newline yet
 
 
@@ -80,9 +88,9 @@ async def test_partial_line_waits_and_new_lines_come_on_the_interval(tmp_path: P
         f.write("o\nthree\n")
     assert await task.poll() is None  # not looked at before the interval passed
     clock.now += 5
-    records = await poll(task)
-    assert lines(records) == ["two", "three"]
-    assert records[-1].source_offset == {"position": len(b"one\ntwo\nthree\n")}
+    blocks = await poll(task)
+    assert lines(blocks) == ["two", "three"]
+    assert blocks[-1].source_offset == {"position": len(b"one\ntwo\nthree\n")}
 
 
 async def test_new_files_are_found(tmp_path: Path) -> None:
@@ -102,7 +110,14 @@ async def test_batch_size_and_turns_between_files(tmp_path: Path) -> None:
     task = await started_task(settings(tmp_path, **{"batch.size": "3"}))
     seen: list[str] = []
     for _ in range(4):  # backlog is read on without waiting for the interval
-        seen += lines(await poll(task))
+        blocks = await poll(task)
+        assert 0 < len(lines(blocks)) <= 3  # batch.size lines at most, in blocks
+        for block in blocks:  # one block per file read, its offset after its last line
+            path = block.source_partition["file"]
+            name, last = os.path.basename(path)[0], int(block.values[-1][1:])
+            assert all(line.startswith(name) for line in block.values)
+            assert block.source_offset == {"position": 3 * (last + 1)}
+        seen += lines(blocks)
     assert sorted(seen) == sorted(f"{x}{n}" for x in "ab" for n in range(5))
     assert await task.poll() is None
 

@@ -30,7 +30,7 @@ import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -339,6 +339,26 @@ class JsonConverter(SchemaConverter):
             return payload
         return b'{"schema":' + entry[2] + b',"payload":' + payload + b"}"
 
+    def from_connect_block(
+        self, topic: str, schema: Schema | None, column: Any
+    ) -> list[bytes | None]:
+        """A list of plain STRING values (FileSource's lines) through orjson in one C loop,
+        the same bytes as :meth:`from_connect_data` row by row (Jackson's escapes fixed
+        only where a value needs them); any other column row by row."""
+        if (
+            schema is None or schema.type is not SchemaType.STRING or schema.name is not None
+            or type(column) is not list or set(map(type, column)) != _STR
+        ):  # fmt: skip
+            return super().from_connect_block(topic, schema, column)
+        out = list(map(orjson.dumps, column))
+        joined = b"".join(out)
+        if b"\\u00" in joined or not joined.isascii():
+            out = [_as_jackson(o) if b"\\u00" in o or not o.isascii() else o for o in out]
+        if self.schemas_enable:
+            head = b'{"schema":' + self._for(schema)[2] + b',"payload":'
+            out = [head + o + b"}" for o in out]
+        return cast(list[bytes | None], out)
+
     def convert(self, topic: str, value: Any) -> bytes | None:
         if type(value) is not Struct and not self.schemas_enable:
             return None if value is None else dumps_schemaless(value)  # the hot path
@@ -363,6 +383,9 @@ def _dumps(value: Any) -> bytes:
     if b"\\u00" in out or not out.isascii():
         return _as_jackson(out)
     return out
+
+
+_STR = {str}
 
 
 def _as_jackson(out: bytes) -> bytes:
