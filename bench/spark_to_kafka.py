@@ -9,7 +9,7 @@ The same dataset (``--rows`` rows of about 200 bytes as JSON, Parquet files writ
 
 for N = 1 and 2 tasks (Spark: local[1] / local[2]). Rates are rows/s from the start of
 the write (Spark) or the first poll (SparkSource; the Spark session is already up)
-to the last committed row. The target is eos >= 0.5 x spark-writer.
+to the last committed row. The target is eos >= 0.8 x spark-writer (issue 22, at 5 M rows).
 
 Spark's writer needs ``spark-sql-kafka-0-10`` from Maven Central; it is resolved with
 ``mvn`` (bench/spark-kafka-pom.xml) into .cache/spark-kafka/. When Maven Central has
@@ -428,8 +428,8 @@ def main() -> None:
     eos = {r.tasks: r.rate for r in rows if r.writer == "eos" and r.rate}
     ref = {r.tasks: r.rate for r in rows if r.writer == "spark-writer" and r.rate}
     for tasks in sorted(set(eos) & set(ref)):
-        verdict = "met" if eos[tasks] >= 0.5 * ref[tasks] else "NOT met"
-        print(f"target eos >= 0.5 x spark-writer, {tasks} task(s): {verdict}")
+        verdict = "met" if eos[tasks] >= 0.8 * ref[tasks] else "NOT met"
+        print(f"target eos >= 0.8 x spark-writer, {tasks} task(s): {verdict}")
 
 
 if __name__ == "__main__":
