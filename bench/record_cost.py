@@ -42,6 +42,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,7 +56,7 @@ from eos.api import RecordBlock, SourceRecord
 from eos.runtime.converters import encode_block
 from eos.runtime.converters.json import JsonConverter
 from eos.runtime.producers.aiokafka import _OpenBatch, _Segment
-from eos.runtime.producers.base import count_records
+from eos.runtime.producers.base import Outgoing, count_records
 from eos.runtime.record_path import RecordPath
 from eos.runtime.source_task import _keep_offsets
 from eos.runtime.task_deps import TaskDeps, TaskSpec
@@ -130,14 +131,7 @@ async def one_round(path: Path, lines: int, batch_size: int | None) -> dict[str,
     await started(task, path, batch_size)
     spent = dict.fromkeys(STAGES, 0.0)
     offsets = OffsetBatch("bench")
-    n = 0
-    while n < lines:
-        start = time.thread_time()
-        records = await task.poll()
-        polled = time.thread_time()
-        spent["poll"] += polled - start
-        if not records:
-            continue
+    async for records, polled in timed_polls(task, lines, spent):
         for block in records:
             assert isinstance(block, RecordBlock)
             encoded = encode_block(block, keys, values)
@@ -146,11 +140,33 @@ async def one_round(path: Path, lines: int, batch_size: int | None) -> dict[str,
                 produce(topic, value, key, -1, None)
         converted = time.thread_time()
         spent["convert"] += converted - polled
-        _keep_offsets(offsets, records)
-        spent["offsets"] += time.thread_time() - converted
-        n += count_records(records)
+        keep_offsets(offsets, records, spent, converted)
     producer.purge()
-    return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
+    return {stage: seconds / lines * 1e6 for stage, seconds in spent.items()}
+
+
+async def timed_polls(
+    task: FileSourceTask, lines: int, spent: dict[str, float]
+) -> AsyncIterator[tuple[Sequence[Outgoing], float]]:
+    """The task's polls with something, until ``lines`` records, each timed (``poll``),
+    with the thread time it ended."""
+    n = 0
+    while n < lines:
+        start = time.thread_time()
+        records = await task.poll()
+        polled = time.thread_time()
+        spent["poll"] += polled - start
+        if records:
+            yield records, polled
+            n += count_records(records)
+
+
+def keep_offsets(
+    offsets: OffsetBatch, records: Sequence[Outgoing], spent: dict[str, float], since: float
+) -> None:
+    """The send step's offsets batch for a poll, timed (``offsets``) from ``since``."""
+    _keep_offsets(offsets, records)
+    spent["offsets"] += time.thread_time() - since
 
 
 def record_path() -> RecordPath:
@@ -175,14 +191,8 @@ async def records_round(path: Path, lines: int, batch_size: int | None) -> dict[
     await started(task, path, batch_size)
     spent = dict.fromkeys(RECORD_STAGES, 0.0)
     offsets = OffsetBatch("bench")
-    n = 0
-    while n < lines:
-        start = time.thread_time()
-        records = cast(list[SourceRecord], await task.poll())
-        polled = time.thread_time()
-        spent["poll"] += polled - start
-        if not records:
-            continue
+    async for polled_records, polled in timed_polls(task, lines, spent):
+        records = cast(list[SourceRecord], polled_records)
         pairs: list[Any] = [convert(r) for r in records]  # (key, value): none skipped
         converted = time.thread_time()
         spent["convert"] += converted - polled
@@ -198,12 +208,10 @@ async def records_round(path: Path, lines: int, batch_size: int | None) -> dict[
                 quick(r, key, value)
         appended = time.thread_time()
         spent["append"] += appended - produced
-        _keep_offsets(offsets, records)
-        spent["offsets"] += time.thread_time() - appended
-        n += len(records)
+        keep_offsets(offsets, records, spent, appended)
     producer.purge()
     await aiokafka.stop()
-    return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
+    return {stage: seconds / lines * 1e6 for stage, seconds in spent.items()}
 
 
 def main() -> None:
