@@ -7,7 +7,8 @@ Everything but the hand-over is FileSource's (its settings, scans, reads, offset
 line is a record whose value is the line (``STRING`` schema) and whose source offset is
 ``{"position": <byte just after the line>}``, with one partition dict per file read —
 FileSource's shape before it handed its lines over in record blocks. The worker loads it
-by class path, ``line_records:LineRecordSource``, with ``bench/`` on its ``PYTHONPATH``.
+by class path, ``bench.line_records:LineRecordSource``, with the repository on its
+``PYTHONPATH`` (``bench`` is a namespace package: no ``__init__.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from eos.api import RecordBlock, SourceRecord, SourceTask
 from eos.api.schema import STRING_SCHEMA
 from services.connectors.file import FileSource, FileSourceTask
 
-CLASS_PATH = "line_records:LineRecordSource"
+CLASS_PATH = "bench.line_records:LineRecordSource"
 
 
 class LineRecordTask(FileSourceTask):

@@ -406,8 +406,7 @@ def eos_file_rows(
     url = f"http://127.0.0.1:{port}"
     rows = []
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
-    path_dirs = os.pathsep.join([str(REPO), str(REPO / "bench")])  # bench/: line_records
-    env = {"PYTHONPATH": path_dirs, "EOS_LOG_LEVEL": "WARNING"}
+    env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}  # bench.line_records too
     with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
         for client, kind, mode, batch in runs:
             name = f"file-{kind}{mode}-{client}-{uuid.uuid4().hex[:6]}"
