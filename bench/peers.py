@@ -9,7 +9,13 @@ Rows (100-byte records unless said):
                       exactly.once.source.support=enabled, FileStreamSourceConnector
                       reading a file of ``--lines`` lines (poll / interval 1 s boundary)
   eos-file-*          the eos worker (its own process), FileSource on the same file, with
-                      each producer (FileSource's defaults, as Connect's on its side)
+                      each producer (FileSource's defaults, as Connect's on its side);
+                      FileSource hands its lines over in RecordBlocks (one per file read)
+  eos-file-records-*  the same with LineRecordSource (bench/line_records.py): FileSource
+                      handing over a SourceRecord per line, as a connector written against
+                      the per-record API would (the typical connector path: a SourceRecord
+                      per row through the JSON converter), poll boundary, each producer;
+                      the row of the "records path >= 0.6 x pp-txn" target
   vs-*                eos VerifiableSource in a worker in this process: exactly-once with
                       interval 1 s, each producer, 1 and 4 tasks, 100 B and 1 KB; and
                       at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target);
@@ -32,11 +38,12 @@ for the broker's version in deploy/kafka/pom.xml. Usage:
     python bench/peers.py [--bootstrap HOST:PORT] [--lines 2000000] [--records 1000000]
                           [--rounds 2] [--only pp,connect,eos,vs] [--rows SUBSTRING,...]
 
-``--file-batch 1000,2000`` adds FileSource rows with those ``batch.size`` values beside its
-default (rows ``eos-file-*-batchN``). ``--only`` picks groups; ``--rows`` keeps, within
-them, the rows whose name contains one of the substrings
-(``--rows vs-eos-librdkafka-1t-100B,vs-alos-librdkafka-1t-100B``: the rows of the
-0.6 x pp-txn and 0.95 x alos targets, records and blocks).
+``--file-batch 1000,2000`` adds FileSource (and LineRecordSource) rows with those
+``batch.size`` values beside its default (rows ``eos-file-*-batchN``). ``--only`` picks
+groups; ``--rows`` keeps, within them, the rows whose name contains one of the substrings
+(``--rows vs-eos-librdkafka-1t-100B,vs-alos-librdkafka-1t-100B``: VerifiableSource's rows
+of the 0.95 x alos target, records and blocks; ``--rows pp-txn,eos-file-records``: the
+rows of the records path's 0.6 x pp-txn target).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from pathlib import Path
 import anyio
 import httpx
 from cpu_meter import CpuMeter, _descendants, _stat
+from line_records import CLASS_PATH as LINE_RECORDS
 from worker_run import (
     CACHE,
     REPO,
@@ -360,16 +368,27 @@ def connect_rows(
     return rows
 
 
+FILE_SOURCES = {"": "FileSource", "records-": LINE_RECORDS}
+"""The eos file rows' connectors by the row's kind: FileSource (its lines in blocks) and
+LineRecordSource (a SourceRecord per line, rows ``eos-file-records-*``)."""
+FILE_RUNS = (("", "poll"), ("records-", "poll"), ("", "interval"))
+"""(kind, transaction boundary) of the eos file rows, for each producer."""
+
+
+def file_row(kind: str, mode: str, client: str, batch: str) -> str:
+    return f"eos-file-{kind}{mode}-{client}{batch and '-batch' + batch}"
+
+
 def eos_file_rows(
     bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything,
     batches: Sequence[str] = ("",),
 ) -> list[Row]:  # fmt: skip
     runs = [
-        (client, mode, batch)
+        (client, kind, mode, batch)
         for client in CLIENTS
-        for mode in ("poll", "interval")
+        for kind, mode in FILE_RUNS
         for batch in batches
-        if wanted(f"eos-file-{mode}-{client}{batch and '-batch' + batch}")
+        if wanted(file_row(kind, mode, client, batch))
     ]
     if not runs:
         return []
@@ -387,12 +406,12 @@ def eos_file_rows(
     url = f"http://127.0.0.1:{port}"
     rows = []
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
-    env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}
+    env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}  # bench.line_records too
     with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
-        for client, mode, batch in runs:
-            name = f"file-{mode}-{client}-{uuid.uuid4().hex[:6]}"
+        for client, kind, mode, batch in runs:
+            name = f"file-{kind}{mode}-{client}-{uuid.uuid4().hex[:6]}"
             config = {
-                "connector.class": "FileSource",
+                "connector.class": FILE_SOURCES[kind],
                 "path": str(path),
                 "topic": f"{group}-{name}",
                 "tasks.max": "1",
@@ -400,7 +419,7 @@ def eos_file_rows(
                 **boundary(mode),
                 **({"batch.size": batch} if batch else {}),
             }
-            row = f"eos-file-{mode}-{client}{batch and '-batch' + batch}"
+            row = file_row(kind, mode, client, batch)
             rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
                                        last, row))  # fmt: skip
     return rows
@@ -517,7 +536,7 @@ def peer_of(name: str) -> str:
     """What a row is compared with: Connect for eos file rows, at-least-once (of the same
     producer and output) for the exactly-once VerifiableSource rows of 1 task and 100 B."""
     if name.startswith("eos-file-"):
-        mode = name.split("-")[2]
+        mode = name.removeprefix("eos-file-").removeprefix("records-").split("-")[0]
         return f"connect-file-{mode}"
     if name.startswith("vs-eos-") and name.removesuffix("-blocks").endswith("-1t-100B"):
         return name.replace("vs-eos-", "vs-alos-")

@@ -340,9 +340,9 @@ class FileSourceTask(SourceTask):
             file.truncated = False
             file.pending = size > file.position
 
-    async def _read(self) -> list[RecordBlock]:
-        """Up to ``batch.size`` lines, from the files that may have some, in turns: a
-        block of lines per file read."""
+    async def _read(self) -> list[SourceRecord | RecordBlock]:
+        """Up to ``batch.size`` lines, from the files that may have some, in turns: what
+        :meth:`_hand_over` makes of each file read."""
         assert self._settings is not None
         assert self._context is not None
         settings, run_blocking = self._settings, self._context.resources.run_blocking
@@ -350,7 +350,7 @@ class FileSourceTask(SourceTask):
         if not pending:
             return []
         self._turn = (self._turn + 1) % len(pending)
-        blocks: list[RecordBlock] = []
+        blocks: list[SourceRecord | RecordBlock] = []
         budget = settings.batch_size
         for path in pending[self._turn :] + pending[: self._turn]:
             if budget <= 0:
@@ -362,10 +362,18 @@ class FileSourceTask(SourceTask):
             file.pending = not at_end
             if not texts:
                 continue
-            blocks.append(lines_block(path, texts, ends[-1], settings.topic))
+            blocks += self._hand_over(path, texts, ends, settings.topic)
             budget -= len(texts)
             file.position = ends[-1]
         return blocks
+
+    def _hand_over(
+        self, path: str, texts: list[str], ends: list[int], topic: str
+    ) -> list[SourceRecord | RecordBlock]:
+        """The lines ``texts`` read from ``path`` (line ``i`` ends at byte ``ends[i]``) as
+        they are handed over: one block. (A subclass may hand them over otherwise, e.g.
+        bench/line_records.py: a SourceRecord per line.)"""
+        return [lines_block(path, texts, ends[-1], topic)]
 
     async def stop(self) -> None:
         self._files = {}

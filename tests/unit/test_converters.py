@@ -278,3 +278,25 @@ def test_a_json_string_column_is_each_rows_bytes(props: dict[str, str]) -> None:
     assert json.from_connect_block("t", STRING_SCHEMA, texts[:2]) == rows[:2]  # type: ignore[attr-defined]
     with pytest.raises(DataError):  # not all strings: row by row, as before
         json.from_connect_block("t", STRING_SCHEMA, ["a", 1])  # type: ignore[attr-defined]
+
+
+JACKSON_STRINGS = {
+    "plain": b'"plain"',
+    "ctrl \x00\x01\x1f\x7f": b'"ctrl \\u0000\\u0001\\u001F\x7f"',
+    "short \b\t\n\f\r": b'"short \\b\\t\\n\\f\\r"',
+    'q " \\ /': b'"q \\" \\\\ /"',
+    "text \\u00ab": b'"text \\\\u00ab"',  # an escaped backslash before "u00": left as it is
+    "é 😀": '"é '.encode() + b'\\uD83D\\uDE00"',
+}
+"""A STRING value → the JSON bytes Connect's JsonConverter writes (Jackson: control
+characters as ``\\u00XX`` in upper case but the five with short escapes, a character
+beyond the BMP as an escaped surrogate pair, the rest of non-ASCII as UTF-8)."""
+
+
+@pytest.mark.parametrize(("text", "expected"), list(JACKSON_STRINGS.items()))
+def test_json_strings_are_the_bytes_jackson_writes(text: str, expected: bytes) -> None:
+    json = make_converter("json")
+    assert json.from_connect_data("t", STRING_SCHEMA, text) == expected  # type: ignore[attr-defined]
+    words = SchemaBuilder.array(STRING_SCHEMA).build()  # the other typed path
+    assert json.from_connect_data("t", words, [text]) == b"[" + expected + b"]"  # type: ignore[attr-defined]
+    assert json.from_connect_block("t", STRING_SCHEMA, [text, "x"]) == [expected, b'"x"']  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ from eos.runtime.exactly_once_task import ExactlyOnceTask
 from eos.runtime.task_deps import TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
-from services.connectors.file import TASK_COUNT, TASK_ID, FileSourceTask, read_block
+from services.connectors.file import TASK_COUNT, TASK_ID, FileSourceTask
 from tests.unit.task_fakes import Harness
 
 LINES = ["plain", "", "é ü", 'quote " back \\ slash', "ctrl \x01\x1f", "emoji 😀", "tab\t"]
@@ -43,28 +43,17 @@ class Once(FileSourceTask):
 
 
 class PerLine(Once):
-    """FileSource as it was before blocks: a SourceRecord per line, each with its offset."""
+    """FileSource as it was before blocks: a SourceRecord per line, each with its offset
+    (the hand-over bench/line_records.py times)."""
 
-    async def _read(self) -> list[SourceRecord]:  # type: ignore[override]
-        assert self._settings is not None
-        settings = self._settings
-        records: list[SourceRecord] = []
-        for path, file in self._files.items():
-            if not file.pending:
-                continue
-            budget = settings.batch_size - len(records)
-            if budget <= 0:
-                break
-            texts, ends, at_end = read_block(path, file.position, budget, settings.encoding)
-            file.pending = not at_end
-            partition, topic = {"file": path}, settings.topic
-            records += [
-                SourceRecord(partition, {"position": end}, topic, text, value_schema=STRING_SCHEMA)
-                for text, end in zip(texts, ends, strict=True)
-            ]
-            if texts:
-                file.position = ends[-1]
-        return records
+    def _hand_over(
+        self, path: str, texts: list[str], ends: list[int], topic: str
+    ) -> list[SourceRecord | RecordBlock]:
+        partition = {"file": path}
+        return [
+            SourceRecord(partition, {"position": end}, topic, text, value_schema=STRING_SCHEMA)
+            for text, end in zip(texts, ends, strict=True)
+        ]
 
 
 class FakeRegistry:

@@ -380,7 +380,7 @@ def _dumps(value: Any) -> bytes:
     """orjson's bytes as Jackson writes them: ``\\u00XX`` escapes in upper case, and
     characters beyond the BMP as escaped surrogate pairs (``\\uD83D\\uDE00``)."""
     out = orjson.dumps(value, option=_OPTIONS)
-    if b"\\u00" in out or not out.isascii():
+    if out.find(b"\\u00") >= 0 or not out.isascii():  # find: see _payload
         return _as_jackson(out)
     return out
 
@@ -405,7 +405,11 @@ def _payload(schema: Schema, to_json: ToJson) -> Payload:
         def string(value: Any) -> bytes:
             if type(value) is str:
                 out = dumps(value)
-                if b"\\u00" in out or not out.isascii():
+                if len(out) == len(value) + 2 and value.isascii():
+                    return out  # ASCII, nothing escaped: no escape to fix (the common line)
+                # find, not ``in``: on Python 3.11 ``bytes in bytes`` first tries the
+                # needle as an int and clears the TypeError (0.24 µs a record, find 0.14)
+                if out.find(b"\\u00") >= 0 or not out.isascii():
                     return _as_jackson(out)
                 return out
             return _dumps(to_json(value))
