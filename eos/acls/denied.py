@@ -23,7 +23,15 @@ from aiokafka import errors as kerrors
 from eos.acls.rules import OutputTopics, Planned, client_config_of, plan
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
-from eos.errors import ConfigError, FencingError
+from eos.errors import (
+    ConfigError,
+    ConflictError,
+    FencingError,
+    NotFoundError,
+    PluginError,
+    RequestTooLargeError,
+    ValidationError,
+)
 from eos.kafka.acls import Acl, denied, without_implied
 from eos.kafka.authorized import Authorized, authorized_operations
 from eos.kafka.login import check_login
@@ -47,6 +55,16 @@ _NAMES: Final = {
     "TransactionalIdAuthorization": "TransactionalId",
     "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "TransactionalId",
 }
+_ABOUT_A_REQUEST: Final = (
+    NotFoundError,
+    ConflictError,
+    ConfigError,
+    ValidationError,
+    RequestTooLargeError,
+    PluginError,
+)
+"""Errors about what a user asked for: their text quotes the user's names (a connector
+called ``ClusterAuthorization`` that does not exist is a 404, not a missing ACL)."""
 FENCING: Final = "fencing"
 """A key of :func:`refused`'s answer: the refused transactional ids were being fenced."""
 
@@ -96,7 +114,9 @@ def _kind(error: BaseException) -> str | None:
             return _CODES.get(int(code()))
         except (TypeError, ValueError):
             return None
-    text = str(error)
+    if isinstance(error, _ABOUT_A_REQUEST):
+        return None
+    text = str(error)  # a client's error re-raised as text (e.g. a delivery report's)
     return next((kind for name, kind in _NAMES.items() if name in text), None)
 
 

@@ -11,7 +11,7 @@ from aiokafka import errors as kerrors
 from eos.acls.denied import refused
 from eos.acls.rules import docs_table, plan
 from eos.config.worker import WorkerConfig
-from eos.errors import ConversionError, FencingError
+from eos.errors import ConfigError, ConflictError, ConversionError, FencingError, NotFoundError
 from eos.kafka.acls import Acl, denied, kafka_acls_command, without_implied
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,6 +124,16 @@ def test_authorization_errors_are_recognised_wherever_they_hide() -> None:
     assert refused(fenced) == {"TransactionalId": {"G-c-0"}, "fencing": set()}
     assert refused(kerrors.GroupAuthorizationFailedError()) == {"Group": set()}
     assert refused(ValueError("no")) == {}
+
+
+def test_a_name_in_a_request_error_is_not_an_authorization_error() -> None:
+    """The REST fuzzer asked to restart a connector named ``ClusterAuthorization``: its 404
+    was answered 403 with a made-up missing ACL."""
+    for name in ("ClusterAuthorization", "TOPIC_AUTHORIZATION_FAILED"):
+        assert refused(NotFoundError(f"connector {name} not found")) == {}
+        assert refused(ConflictError(f"connector {name} is being restarted")) == {}
+        assert refused(ConfigError("name", name, "no such thing")) == {}
+    assert refused(ConversionError("TopicAuthorizationFailedError: orders")) == {"Topic": set()}
 
 
 def test_a_missing_acl_is_one_line_with_the_fix() -> None:
