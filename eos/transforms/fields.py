@@ -5,6 +5,7 @@ the derived schema is built once per input schema (:class:`SchemaCache`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from typing import Any, Final
 import structlog
 
 from eos.api.logical import Timestamp
+from eos.api.records import RecordBlock
 from eos.api.schema import (
     INT32_SCHEMA,
     OPTIONAL_INT32_SCHEMA,
@@ -25,7 +27,7 @@ from eos.api.schema import (
 )
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, NonEmpty, Type
 from eos.errors import ConfigError, DataError
-from eos.transforms.base import KeyOrValueTransform
+from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows
 from eos.transforms.dates import EPOCH
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
@@ -40,6 +42,17 @@ from eos.transforms.schemas import (
     values_with,
 )
 from eos.transforms.settings import REPLACE_NULL, WHOLE, NonEmptyList, with_replace_null
+from eos.transforms.struct_columns import (
+    children,
+    field,
+    fields_of,
+    partition_column,
+    repeated,
+    struct_array,
+    struct_column,
+    timestamp_column,
+    topic_column,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -157,6 +170,38 @@ class InsertField(KeyOrValueTransform):
             return self._into_map(row, value), None
         struct = self._into_struct(row, require_struct(value, "field insertion"))
         return struct, struct.schema
+
+    def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
+        """A struct column with a STRUCT schema gets the fields as new children (every
+        row: with a mask the rows would have two schemas; else NeedsRows)."""
+        if mask is not None or block.encoded:
+            raise NeedsRows
+        on_key = self.on_key
+        column = block.keys if on_key else block.values
+        if column is None:  # no keys: every key is null, and passes unchanged
+            return block
+        array, schema = struct_column(column, block.key_schema if on_key else block.value_schema)
+        if array.null_count:  # a null passes with its schema: the rows' schemas would differ
+            raise NeedsRows
+        new_schema, defaults = self._plans.get(schema, self._plan)
+        old = range(len(schema.fields))
+        added = []
+        if self._topic:
+            added.append(topic_column(block))
+        if self._partition:
+            added.append(partition_column(len(block)))
+        if self._timestamp:
+            added.append(timestamp_column(block))
+        if self._static_name is not None:
+            added.append(repeated(self._static_value, len(block)))
+        names = [f.name for f in new_schema.fields[len(old) :]]
+        inserted = struct_array(
+            children(array, schema, old, defaults) + added,
+            fields_of(array, old) + [field(n, c.type) for n, c in zip(names, added, strict=True)],
+        )
+        if on_key:
+            return dataclasses.replace(block, keys=inserted, key_schema=new_schema)
+        return dataclasses.replace(block, values=inserted, value_schema=new_schema)
 
     def _into_struct(self, row: Row, struct: Struct) -> Struct:
         """A Struct key or value with the fields added (its schema derived once)."""

@@ -4,16 +4,19 @@ key or value becomes a field). Kafka Connect's, same settings."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from eos.api.records import RecordBlock
 from eos.api.schema import Field, Schema, SchemaBuilder
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
-from eos.transforms.base import KeyOrValueTransform, RowTransform
+from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
     SchemaCache,
+    field_defaults,
     field_value,
     require_map,
     require_struct,
@@ -21,6 +24,7 @@ from eos.transforms.schemas import (
     values_at,
 )
 from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
+from eos.transforms.struct_columns import children, fields_of, struct_array, struct_column
 
 VALUE_TO_KEY_CONFIG = with_replace_null(
     ConfigDef().define(
@@ -70,6 +74,21 @@ class ValueToKey(RowTransform):
         row.key_schema = key_schema
         row.value_schema = schema
         return True
+
+    def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
+        """Keys of the value's struct column: a struct column of the fields' children
+        (every row: with a mask the keys would have two schemas; else NeedsRows)."""
+        if mask is not None or block.encoded:
+            raise NeedsRows
+        array, schema = struct_column(block.values, block.value_schema)
+        if array.null_count:  # as the row path fails on a null value
+            require_struct(None, "copying fields from value to key")
+        key_schema, positions = self._keys.get(schema, self._plan)
+        defaults = field_defaults(schema) if self._defaults else ()
+        keys = struct_array(
+            children(array, schema, positions, defaults), fields_of(array, positions)
+        )
+        return dataclasses.replace(block, keys=keys, key_schema=key_schema)
 
     def _plan(self, value_schema: Schema) -> _KeyPlan:
         """The key schema, and where each of its fields is in the value."""
