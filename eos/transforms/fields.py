@@ -189,9 +189,13 @@ class InsertField(KeyOrValueTransform):
         if self._topic:
             added.append(topic_column(block))
         if self._partition:
+            if not self._partition[1]:  # a required field the row path leaves null
+                raise NeedsRows
             added.append(partition_column(len(block)))
         if self._timestamp:
-            added.append(timestamp_column(block))
+            added.append(stamps := timestamp_column(block))
+            if not self._timestamp[1] and stamps.null_count:
+                raise NeedsRows
         if self._static_name is not None:
             added.append(repeated(self._static_value, len(block)))
         names = [f.name for f in new_schema.fields[len(old) :]]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pytest
 
@@ -23,6 +25,8 @@ from eos.api.schema import (
     SchemaBuilder,
 )
 from eos.errors import DataError, TransformError
+from eos.runtime.converters.avro import avro_schema, to_avro
+from eos.runtime.converters.avro_arrow import encode_column
 from eos.transforms import TransformChain
 from tests.unit.transform_cases import PARTITION, chain, one
 
@@ -128,6 +132,26 @@ def test_insert_field_partition_and_timestamp() -> None:
     assert isinstance(arrow, RecordBlock)
     assert arrow.values == listed.values
     same_as_rows(c, typed())
+    required = one("InsertField$Value", partition_field="p!", timestamp_field="ts!")
+    assert isinstance(required.apply_block(typed()), list)  # null in a required field
+    stamped = one("InsertField$Value", timestamp_field="ts!")
+    same_as_rows(stamped, typed(timestamps=[1, 2, 3, 4]))
+
+
+def test_the_block_encodes_as_the_rows_in_avro() -> None:
+    inserts = {"t.type": "InsertField$Value", "t.topic.field": "t", "t.timestamp.field": "ts"}
+    c = steps("i,r,k,t", INSERT, ROUTE, V2K, inserts)
+    block = typed(timestamps=[1_700_000_000_123, None, 0, -5])
+    out = c.apply_block(block)
+    assert isinstance(out, RecordBlock)
+    assert out.value_schema is not None
+    avro = fastavro.parse_schema(avro_schema(out.value_schema))
+    convert = to_avro(out.value_schema)
+    encoded = encode_column(out.values, out.value_schema, b"")
+    for data, row in zip(encoded, by_rows(c, block), strict=True):
+        written = io.BytesIO()
+        fastavro.schemaless_writer(written, avro, convert(row.value))
+        assert data == written.getvalue()
 
 
 def test_insert_field_into_the_key_column() -> None:
