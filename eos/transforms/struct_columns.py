@@ -5,7 +5,8 @@ object per row).
 
 Anything else (a Python sequence, no schema, children that do not line up with the
 schema, a null to fill with a default the column cannot hold exactly) raises
-:class:`~eos.transforms.base.NeedsRows`: the row path does it. A column can only be a
+:class:`~eos.transforms.base.NeedsRows`: the row path does it; so do, in the callers, a
+mask and a null row (a null passes InsertField with its old schema). A column can only be a
 ``pyarrow`` array if ``pyarrow`` is loaded, so it is looked up, never imported, here.
 """
 
