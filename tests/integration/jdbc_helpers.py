@@ -29,6 +29,7 @@ def jdbc_config(postgres: PostgresServer, database: str, **extra: str) -> dict[s
         "connection.password": PASSWORD,
         "topic.prefix": "t-",
         "poll.interval.ms": "100",
+        "lineage.headers": "true",
         **{k.replace("_", "."): v for k, v in extra.items()},
     }
 

@@ -47,7 +47,10 @@ def spark() -> Any:
 
 
 def _config(path: Path | str, topic: str, **extra: str) -> dict[str, str]:
-    return {"path": str(path), "topic": topic, "poll.interval.ms": "200", **extra}
+    return {
+        "path": str(path), "topic": topic, "poll.interval.ms": "200", "lineage.headers": "true",
+        **extra,
+    }  # fmt: skip
 
 
 TYPE_SCHEMA = (

@@ -57,6 +57,7 @@ async def test_rows_appended_between_polls_exactly_once_in_order(
         "key.columns": "id",
         "batch.rows": "4",
         "poll.interval.ms": "100",
+        "lineage.headers": "true",
     }
     common: dict[str, Any] = {
         "client_config": client_config,

@@ -267,6 +267,7 @@ def connectors(
         "errors.tolerance": "all",
         "errors.deadletterqueue.topic.name": dead,
         "errors.deadletterqueue.context.headers.enable": "true",
+        "lineage.headers": "true",
     })  # fmt: skip
     return made
 

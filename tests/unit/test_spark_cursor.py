@@ -51,9 +51,10 @@ def records_of(cursor: FileCursor, limit: int) -> list[SourceRecord]:
     return expand_blocks(chunk)
 
 
-def _spark_encoder() -> Encoder:
+def _spark_encoder(lineage: bool = True) -> Encoder:
     encoder = Encoder.__new__(Encoder)  # as built for a frame Spark encodes
     encoder.mapper = None
+    encoder.lineage = lineage
     return encoder
 
 
@@ -73,6 +74,16 @@ def test_rows_in_order_become_records_with_the_offset_on_the_last() -> None:
     assert last[-1].source_offset == {"row": 10, "done": True, "size": 1000, "mtime": 17}
     assert cursor.exhausted
     assert stream.closed
+
+
+def test_rows_carry_no_lineage_headers_unless_asked() -> None:
+    cursor = FileCursor(FILE, 5, ScriptedStream([5, 6]), _spark_encoder(lineage=False), SETTINGS)
+    records = records_of(cursor, 2)
+    assert [r.headers for r in records] == [(), ()]
+    assert SETTINGS.lineage_headers is False  # the default
+    assert SparkSourceSettings.parse(
+        {"path": "/data", "topic": "t", "lineage.headers": "true"}
+    ).lineage_headers
 
 
 def test_rows_out_of_order_are_read_again_sorted_from_the_first_missing_row() -> None:

@@ -263,6 +263,24 @@ class SparkSourceSettings:
         "Most rows a task holds in Python at once; Spark hands a file over in pieces of "
         "about this many rows.",
     )
+    lineage_headers: bool = setting(
+        "lineage.headers",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Add headers saying where each row came from: eos.spark.file and eos.spark.row "
+        "(files mode), eos.spark.table (table and jdbc modes).",
+    )
+    max_open_files: int = setting(
+        "max.open.files",
+        Type.INT,
+        2,
+        Range(at_least=1),
+        Importance.LOW,
+        "Files mode: how many of its files a task streams at once (each one Spark job at a "
+        "time); they share max.buffered.rows.",
+    )
     table: str = setting(
         "table",
         Type.STRING,
@@ -396,6 +414,14 @@ class SparkSourceSettings:
         batches (a quarter each) and two chunks are held at the same time (files mode
         reads ahead, see :class:`~.files_mode.FilesReader`)."""
         return max(1, min(self.batch_rows, self.max_buffered_rows // 4))
+
+    @property
+    def file_batch_rows(self) -> int:
+        """Files mode: the most rows of an Arrow batch (a chunk has at most
+        ``min(batch.rows, this)``). With ``max.open.files`` = k, Python holds up to k + 1
+        Arrow batches (the open files' and the next file's) and k + 1 chunks (one per
+        open file and the one a poll returned): each one 1 / (2k + 2) of the buffer."""
+        return max(1, self.max_buffered_rows // (2 * (self.max_open_files + 1)))
 
 
 CONFIG_DEF = definition_of(SparkSourceSettings).merged(_COMBINED).merged(JDBC_DEF)

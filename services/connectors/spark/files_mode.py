@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from eos.api import OffsetStorageReader, RecordBlock, SourceRecord, WorkerResources
 from services.connectors.spark.arrow_stream import RowStream, open_arrow_stream
@@ -217,12 +218,18 @@ class FileCursor:
             topic=self._topic,
             partition=self._partition,
             offset=offset,
-            headers=(self._path_header,),
-            row_header=(ROW_HEADER, [b"%d" % i for i in range(first, end)]),
+            **self._lineage(first, end),
         )
         if done:
             self.close()
         return records
+
+    def _lineage(self, first: int, end: int) -> dict[str, Any]:
+        """The file and row headers of rows ``first`` to ``end`` (``lineage.headers``)."""
+        if not self._encoder.lineage:
+            return {"headers": ()}
+        rows = [b"%d" % i for i in range(first, end)]
+        return {"headers": (self._path_header,), "row_header": (ROW_HEADER, rows)}
 
     def close(self) -> None:
         stream, self._stream = self._stream, None
@@ -300,14 +307,16 @@ class _Known:
 
 
 class FilesReader:
-    """One task's share of the files, read ahead in two background stages.
+    """One task's share of the files, read ahead in background stages.
 
     ``refresh`` (called by ``poll``) queues new files. The *opener* opens the next
-    queued file and waits for Spark's first Arrow batch of it while the *reader*
-    streams the current file, one ``rows_per_poll`` chunk ahead of ``poll``: Spark
-    prepares the next file while Python delivers this one. Python holds at most two
-    Arrow batches (``max.buffered.rows / 4`` rows each: the current and the next
-    file's) and two chunks (the reader's next one and the one ``poll`` returned).
+    queued file and waits for Spark's first Arrow batch of it while ``max.open.files``
+    *readers* each stream a file, one chunk ahead of ``poll``: Spark prepares the next
+    file while Python delivers these, and computes the open files' pieces side by side
+    (one Spark job at a time per file; a task with most of the files still keeps
+    ``local[N]``'s cores busy). Chunks of different files interleave; each carries its
+    own file's offset. Python holds at most ``max.buffered.rows`` rows
+    (:attr:`~.config.SparkSourceSettings.file_batch_rows`).
     """
 
     def __init__(
@@ -328,10 +337,12 @@ class FilesReader:
         self._queued_send, self._queued = anyio.create_memory_object_stream[tuple[FileInfo, int]](
             math.inf
         )
+        # each reader has its own clone of the two ends between opener, readers and poll
         self._opened_send, self._opened = anyio.create_memory_object_stream[FileCursor]()
         self._chunks_send, self._chunks = anyio.create_memory_object_stream[
             list[SourceRecord | RecordBlock]
         ]()
+        self._chunk_rows = min(settings.batch_rows, settings.file_batch_rows)
         self._files_in_flight = 0
         """Files queued and not yet delivered to the last row."""
 
@@ -340,7 +351,7 @@ class FilesReader:
         return self._session
 
     async def start(self) -> None:
-        arrow_rows = max(1, self._settings.max_buffered_rows // 4)
+        arrow_rows = self._settings.file_batch_rows
         try:
             self._session = await self._resources.run_blocking(self._make_session, arrow_rows)
         except BaseException:
@@ -350,7 +361,9 @@ class FilesReader:
             self._chunks.close()
             raise
         self._start_soon(self._open_files)
-        self._start_soon(self._read_files)
+        with self._opened, self._chunks_send:  # the readers' clones keep them open
+            for _ in range(self._settings.max_open_files):
+                self._start_soon(self._read_files, self._opened.clone(), self._chunks_send.clone())
 
     def _make_session(self, arrow_rows: int) -> SparkSession:
         single = self._settings.format != "parquet"
@@ -429,17 +442,22 @@ class FilesReader:
                     await self._close(cursor)
                     raise
 
-    async def _read_files(self) -> None:
-        """Stage 2: stream each opened file, one chunk ahead of ``poll``."""
-        async with self._opened, self._chunks_send:
-            async for cursor in self._opened:
+    async def _read_files(
+        self,
+        opened: MemoryObjectReceiveStream[FileCursor],
+        chunks: MemoryObjectSendStream[list[SourceRecord | RecordBlock]],
+    ) -> None:
+        """Stage 2 (one of ``max.open.files``): stream each file it takes, one chunk
+        ahead of ``poll``."""
+        async with opened, chunks:
+            async for cursor in opened:
                 try:
                     while not cursor.exhausted:
                         records = await self._resources.run_blocking(
-                            cursor.next_records, self._settings.rows_per_poll
+                            cursor.next_records, self._chunk_rows
                         )
                         if records:
-                            await self._chunks_send.send(records)
+                            await chunks.send(records)
                 except anyio.BrokenResourceError:  # stop() was called
                     return
                 finally:

@@ -343,7 +343,7 @@ class ReadCursor:
             topic=self.source.topic,
             partition=self.source.partition,
             offset=offset,
-            headers=(self._lineage,),
+            headers=(self._lineage,) if self._encoder.lineage else (),
         )
         self.source.position = offset
         return records

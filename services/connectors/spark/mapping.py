@@ -580,6 +580,8 @@ class Encoder:
         self, df: DataFrame, settings: SparkSourceSettings, keep: Sequence[str], where: str
     ) -> None:
         self.mapper: RecordMapper | None = None
+        self.lineage = settings.lineage_headers
+        """The records get lineage headers (``lineage.headers``)."""
         if settings.typed_converters:
             self.frame = typed_projection(df, settings)
             self.typed = TypedRows(self.frame, settings, hidden=(*keep, TIMESTAMP_COLUMN))

@@ -152,7 +152,7 @@ class TableReader:
             topic=s.topic,
             partition=self._partition,
             offset={"value": values[-1]},
-            headers=(self._lineage,),
+            headers=(self._lineage,) if s.lineage_headers else (),
         )
         self._last = values[-1]
         return records
