@@ -55,6 +55,7 @@ async def ensure_topic(
         error = kerrors.for_code(code)
         if error is kerrors.NoError:
             log.info("topic created", topic=name, partitions=partitions, replication_factor=rf)
+            await _leaders_elected(admin, name)
             return True
         if error is kerrors.TopicAuthorizationFailedError:
             raise error(name)  # named, for the explanation of the missing ACL
@@ -98,6 +99,22 @@ async def _config_value(admin: AIOKafkaAdminClient, kind: Any, name: str, key: s
                 if entry[0] == key:
                     return str(entry[1])
     return None
+
+
+async def _leaders_elected(admin: AIOKafkaAdminClient, name: str) -> None:
+    """Wait, at most :data:`SETTLE_TIMEOUT`, until every partition of a topic this call
+    has just created has a leader. A client that reads the topic at once (the worker's
+    status and offsets logs do) would otherwise be told NotLeaderForPartition, which
+    aiokafka retries but logs as an error first."""
+    with anyio.move_on_after(SETTLE_TIMEOUT):
+        while True:
+            described = (await admin.describe_topics([name]))[0]
+            partitions = described.get("partitions") or ()
+            led = all(p.get("error_code", 0) == 0 and p.get("leader", -1) >= 0 for p in partitions)
+            if described.get("error_code", 0) == 0 and partitions and led:
+                return
+            log.debug("partition leaders not elected yet", topic=name)
+            await anyio.sleep(0.05)
 
 
 async def _settled_layout(
