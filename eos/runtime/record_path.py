@@ -185,21 +185,42 @@ class RecordPath:
     # --------------------------------------------------------------- transforms
 
     def _transform(self, items: Sequence[Outgoing]) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        run: list[SourceRecord] = []  # records in a row, transformed as one batch
+        for item in items:
+            if type(item) is SourceRecord:
+                run.append(item)
+                continue
+            assert isinstance(item, RecordBlock)
+            if run:
+                self._transform_records(run, out)
+                run = []
+            out += self._transform_block(item)
+        if run:
+            self._transform_records(run, out)
+        return out
+
+    def _transform_records(self, records: list[SourceRecord], out: list[Outgoing]) -> None:
+        """``records`` through the chain (as one batch, or one by one where the chain
+        cannot batch them or a record fails), the results appended to ``out``."""
         chain = self.chain
         assert chain is not None
-        out: list[Outgoing] = []
+        results = chain.apply_all(records)
+        skipped: set[int] = set()  # ids of the records a failure skipped
+        if results is None:
+            results = []
+            for item in records:
+                try:
+                    results.append(chain.apply(item))
+                except TransformError as exc:
+                    self._transform_failed(item, exc, self._where(item))
+                    results.append(None)
+                    skipped.add(id(item))
         track = self.per_record
-        for item in items:
-            if type(item) is not SourceRecord:
-                assert isinstance(item, RecordBlock)
-                out += self._transform_block(item)
-                continue
-            try:
-                result = chain.apply(item)
-            except TransformError as exc:
-                self._transform_failed(item, exc, self._where(item))
-                continue
+        for item, result in zip(records, results, strict=True):
             if result is None:
+                if skipped and id(item) in skipped:
+                    continue
                 self.dropped += 1
                 if track:
                     self._lost.append(item)
@@ -207,7 +228,6 @@ class RecordPath:
                 if track and result is not item:
                     self._pre[id(result)] = item
                 out.append(result)
-        return out
 
     def _transform_block(self, block: RecordBlock) -> list[Outgoing]:
         assert self.chain is not None

@@ -1,7 +1,8 @@
 """The chain of a connector's transforms, the one object a task uses:
 ``TransformChain.from_config(props)`` once, then ``apply(record)`` per record (the
-transformed record, or None when a step dropped it) and ``apply_block(block)`` per
-record block, ``close()`` at the end.
+transformed record, or None when a step dropped it), or ``apply_all(records)`` on a
+batch of them (each bundled step loops over the whole batch: no call per step and
+record), and ``apply_block(block)`` per record block, ``close()`` at the end.
 
 Steps run in ``transforms`` order; a step with a predicate applies only to the records
 its predicate matches (``negate``: does not match); a dropped record goes no further
@@ -16,7 +17,7 @@ A failing step raises :class:`~eos.errors.TransformError` naming it and the reco
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from eos.api.records import RecordBlock, SourceRecord
 from eos.api.transforms import Predicate, Transformation
@@ -82,6 +83,8 @@ class TransformChain:
         ]
         self.reads_values = bool(self._reads_from) and self._reads_from[0]
         """Whether some step reads record keys or values (it cannot run on encoded rows)."""
+        batch = [_batch_step(s) for s in self._stages]
+        self._batch = None if None in batch else cast(list[_Rows], batch)
 
     @classmethod
     def from_config(cls, props: Mapping[str, str]) -> TransformChain:
@@ -134,6 +137,32 @@ class TransformChain:
             return record
         return row
 
+    def apply_all(self, records: Sequence[SourceRecord]) -> list[SourceRecord | None] | None:
+        """Every record after every step, step by step over the whole batch: one result
+        per record, in order (None: dropped). None when the batch must go record by
+        record with :meth:`apply` instead: a step is a user's (it may count what it sees,
+        and a failure runs the batch again), an encoded record meets a step that reads
+        values, or a step failed on some record (:meth:`apply` then names it). The
+        results are copies, never the input records."""
+        batch = self._batch
+        if batch is None:
+            return None
+        if not batch:
+            return list(records)
+        if self.reads_values and any(r.encoded for r in records):
+            return None
+        rows = list(map(copy_record, records))
+        live = rows
+        try:
+            for step in batch:
+                live = step(live)
+        except Exception:
+            return None
+        if len(live) == len(rows):
+            return cast(list[SourceRecord | None], rows)
+        kept = set(map(id, live))
+        return [row if id(row) in kept else None for row in rows]
+
     # ------------------------------------------------------------------- blocks
 
     def apply_block(
@@ -172,12 +201,11 @@ class TransformChain:
             records = decoder.decode(block)
         else:
             records = block.records()
-        out, rest = [], TransformChain(self._configured[first:])  # the same transforms
-        for record in records:
-            transformed = rest.apply(record)
-            if transformed is not None:
-                out.append(transformed)
-        return out
+        rest = TransformChain(self._configured[first:])  # the same transforms
+        results = rest.apply_all(records)
+        if results is None:  # one by one: a failing row raises, named
+            results = [rest.apply(record) for record in records]
+        return [r for r in results if r is not None]
 
     def _first_reading(self, first: int) -> _Stage:
         return next(s for s in self._stages[first:] if s.reads_values)
@@ -220,6 +248,27 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
 
     def guarded(row: Row) -> bool:
         return run(row) if test(row) is not negate else True
+
+    return guarded
+
+
+_Rows = Callable[[list[Row]], list[Row]]
+
+
+def _batch_step(stage: _Stage) -> _Rows | None:
+    """The stage's work on a batch of rows (the rows kept), or None for a user's step
+    or predicate, which goes record by record."""
+    transform, predicate, negate = stage.transform, stage.predicate, stage.negate
+    if not isinstance(transform, RowTransform):
+        return None
+    if predicate is None:
+        return transform.transform_rows
+    if not isinstance(predicate, RowPredicate):
+        return None
+    run, test = transform.transform, predicate.test
+
+    def guarded(rows: list[Row]) -> list[Row]:
+        return [row for row in rows if test(row) is negate or run(row)]
 
     return guarded
 

@@ -1,11 +1,11 @@
-"""Field transforms of a key or value: InsertField, ReplaceField and MaskField (Kafka
-Connect's, same settings, ``$Key`` and ``$Value``). Without a schema the key or value
-must be a Mapping (a new ``dict`` comes out); with one, a :class:`~eos.api.Struct`, and
-the derived schema is built once per input schema (:class:`SchemaCache`)."""
+"""Field transforms of a key or value: ReplaceField and MaskField (Kafka Connect's, same
+settings, ``$Key`` and ``$Value``; InsertField is in :mod:`eos.transforms.insert_field`).
+Without a schema the key or value must be a Mapping (a new ``dict`` comes out); with
+one, a :class:`~eos.api.Struct`, and the derived schema is built once per input schema
+(:class:`SchemaCache`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import decimal
 from collections.abc import Mapping
@@ -13,275 +13,23 @@ from typing import Any, Final
 
 import structlog
 
-from eos.api.logical import Timestamp
-from eos.api.records import RecordBlock
-from eos.api.schema import (
-    INT32_SCHEMA,
-    OPTIONAL_INT32_SCHEMA,
-    OPTIONAL_STRING_SCHEMA,
-    STRING_SCHEMA,
-    Schema,
-    SchemaBuilder,
-    Struct,
-    copy_schema_basics,
-)
+from eos.api.schema import Schema, SchemaBuilder, Struct, copy_schema_basics
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, NonEmpty, Type
 from eos.errors import ConfigError, DataError
-from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows
+from eos.transforms.base import KeyOrValueTransform
 from eos.transforms.dates import EPOCH
 from eos.transforms.row import Row
 from eos.transforms.schemas import (
-    Defaults,
     SchemaCache,
     class_name,
-    field_defaults,
     require_map,
     require_struct,
     struct_of,
     struct_values,
-    values_with,
 )
-from eos.transforms.settings import REPLACE_NULL, WHOLE, NonEmptyList, with_replace_null
-from eos.transforms.struct_columns import (
-    children,
-    field,
-    fields_of,
-    partition_column,
-    repeated,
-    struct_array,
-    struct_column,
-    timestamp_column,
-    topic_column,
-)
+from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
 
 log = structlog.get_logger(__name__)
-
-_OPTIONALITY = (
-    " Suffix with ! to make this a required field, or ? to keep it optional (the default)."
-)
-
-
-INSERT_FIELD_CONFIG = with_replace_null(
-    ConfigDef()
-    .define(
-        "topic.field",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Field name for Kafka topic." + _OPTIONALITY,
-    )
-    .define(
-        "partition.field",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Field name for Kafka partition." + _OPTIONALITY,
-    )
-    .define(
-        "offset.field",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Field name for Kafka offset - only applicable to sink connectors." + _OPTIONALITY,
-    )
-    .define(
-        "timestamp.field",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Field name for record timestamp." + _OPTIONALITY,
-    )
-    .define(
-        "static.field",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Field name for static data field." + _OPTIONALITY,
-    )
-    .define(
-        "static.value",
-        Type.STRING,
-        None,
-        None,
-        Importance.MEDIUM,
-        "Static field value, if field name configured.",
-    )
-)
-
-_OPTIONAL_TIMESTAMP = Timestamp.builder().optional().build()
-
-
-def _spec(raw: str | None) -> tuple[str, bool] | None:
-    """(field name, optional) of ``name``, ``name?`` or ``name!``."""
-    if raw is None:
-        return None
-    if raw.endswith(("?", "!")):
-        return raw[:-1], raw.endswith("?")
-    return raw, True
-
-
-class InsertField(KeyOrValueTransform):
-    """Insert fields from the record's metadata (topic, partition, timestamp) or a static
-    value. A null key or value passes unchanged; a field whose metadata the record lacks
-    (no partition, no timestamp) is left out (schemaless) or null."""
-
-    def config_def(self) -> ConfigDef:
-        return INSERT_FIELD_CONFIG
-
-    def configure(self, settings: Mapping[str, str]) -> None:
-        v = INSERT_FIELD_CONFIG.parse(settings)
-        if v["offset.field"] is not None:
-            raise ConfigError(
-                "offset.field",
-                v["offset.field"],
-                "the Kafka offset is only known "
-                "to sink connectors, after the record is written; remove it",
-            )
-        self._topic = _spec(v["topic.field"])
-        self._partition = _spec(v["partition.field"])
-        self._timestamp = _spec(v["timestamp.field"])
-        self._static = _spec(v["static.field"])
-        self._static_value: str | None = v["static.value"]
-        if not (self._topic or self._partition or self._timestamp or self._static):
-            raise ConfigError(
-                WHOLE,
-                "InsertField",
-                "no field insertion configured: set "
-                "topic.field, partition.field, timestamp.field or static.field",
-            )
-        if self._static is not None and self._static_value is None:
-            raise ConfigError(
-                "static.value", None, f"No value specified for static field: {self._static[0]}"
-            )
-        self._defaults: bool = v[REPLACE_NULL]
-        self._plans: SchemaCache[tuple[Schema, Defaults]] = SchemaCache()
-        self._static_name = None if self._static is None else self._static[0]
-        self._metadata = bool(self._topic or self._partition or self._timestamp)
-
-    def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
-        if value is None:
-            return value, schema
-        if schema is None:
-            return self._into_map(row, value), None
-        struct = self._into_struct(row, require_struct(value, "field insertion"))
-        return struct, struct.schema
-
-    def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
-        """A struct column with a STRUCT schema gets the fields as new children (every
-        row: with a mask the rows would have two schemas; else NeedsRows)."""
-        if mask is not None or block.encoded:
-            raise NeedsRows
-        on_key = self.on_key
-        column = block.keys if on_key else block.values
-        if column is None:  # no keys: every key is null, and passes unchanged
-            return block
-        array, schema = struct_column(column, block.key_schema if on_key else block.value_schema)
-        if array.null_count:  # a null passes with its schema: the rows' schemas would differ
-            raise NeedsRows
-        new_schema, defaults = self._plans.get(schema, self._plan)
-        old = range(len(schema.fields))
-        added = []
-        if self._topic:
-            added.append(topic_column(block))
-        if self._partition:
-            if not self._partition[1]:  # a required field the row path leaves null
-                raise NeedsRows
-            added.append(partition_column(len(block)))
-        if self._timestamp:
-            added.append(stamps := timestamp_column(block))
-            if not self._timestamp[1] and stamps.null_count:
-                raise NeedsRows
-        if self._static_name is not None:
-            added.append(repeated(self._static_value, len(block)))
-        names = [f.name for f in new_schema.fields[len(old) :]]
-        inserted = struct_array(
-            children(array, schema, old, defaults) + added,
-            fields_of(array, old) + [field(n, c.type) for n, c in zip(names, added, strict=True)],
-        )
-        if on_key:
-            return dataclasses.replace(block, keys=inserted, key_schema=new_schema)
-        return dataclasses.replace(block, values=inserted, value_schema=new_schema)
-
-    def _into_struct(self, row: Row, struct: Struct) -> Struct:
-        """A Struct key or value with the fields added (its schema derived once)."""
-        plans, schema = self._plans, struct.schema
-        plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
-        new_schema, defaults = plan
-        values = values_with(struct, defaults)
-        if self._metadata:
-            if self._topic:
-                values.append(row.topic)
-            if self._partition:
-                values.append(row.partition)
-            if self._timestamp:
-                stamp = row.timestamp
-                values.append(
-                    None if stamp is None else EPOCH + datetime.timedelta(milliseconds=stamp)
-                )
-        if self._static_name is not None:
-            values.append(self._static_value)
-        return struct_of(new_schema, values)
-
-    def _into_map(self, row: Row, value: Any) -> dict[str, Any]:
-        """A schemaless key or value with the fields added."""
-        if type(value) is dict:  # the common case: no ABC check
-            updated = value.copy()
-        else:
-            updated = dict(require_map(value, "field insertion"))
-        if self._metadata:
-            if self._topic:
-                updated[self._topic[0]] = row.topic
-            if self._partition and row.partition is not None:
-                updated[self._partition[0]] = row.partition
-            if self._timestamp and row.timestamp is not None:
-                updated[self._timestamp[0]] = row.timestamp
-        if self._static_name is not None:
-            updated[self._static_name] = self._static_value
-        return updated
-
-    def _plan(self, schema: Schema) -> tuple[Schema, Defaults]:
-        """The schema with the fields added, and the input's defaults to fill in."""
-        return self._with_fields(schema), field_defaults(schema) if self._defaults else ()
-
-    def _with_fields(self, schema: Schema) -> Schema:
-        builder = copy_schema_basics(schema, SchemaBuilder.struct())
-        for f in schema.fields:
-            builder.field(f.name, f.schema)
-        added = [
-            (self._topic, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
-            (self._partition, OPTIONAL_INT32_SCHEMA, INT32_SCHEMA),
-            (self._timestamp, _OPTIONAL_TIMESTAMP, Timestamp.SCHEMA),
-            (self._static, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
-        ]
-        for spec, optional, required in added:
-            if spec is not None:
-                builder.field(spec[0], optional if spec[1] else required)
-        return builder.build()
-
-
-class InsertFieldKey(InsertField):
-    on_key = True
-
-
-class InsertFieldValue(InsertField):
-    on_key = False
-
-    def transform(self, row: Row) -> bool:
-        # update's common cases, a call or two less per record
-        value = row.value
-        if type(value) is dict and row.value_schema is None:
-            row.value = self._into_map(row, value)
-        elif type(value) is Struct and row.value_schema is not None:
-            row.value = struct = self._into_struct(row, value)
-            row.value_schema = struct.schema
-        elif value is not None:
-            row.value, row.value_schema = self.update(row, value, row.value_schema)
-        return True
 
 
 class RenameMappings:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eos.api.records import RecordBlock
-from eos.api.schema import Field, Schema, SchemaBuilder
+from eos.api.schema import Field, Schema, SchemaBuilder, Struct
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
@@ -21,7 +21,7 @@ from eos.transforms.schemas import (
     require_map,
     require_struct,
     struct_of,
-    values_at,
+    struct_picked,
 )
 from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
 from eos.transforms.struct_columns import children, fields_of, struct_array, struct_column
@@ -66,14 +66,35 @@ class ValueToKey(RowTransform):
                 row.key = key
             row.key_schema = None
             return True
-        struct = require_struct(value, "copying fields from value to key")
-        plans, schema = self._keys, struct.schema
+        if type(value) is not Struct:  # the common case skips the call
+            value = require_struct(value, "copying fields from value to key")
+        plans, schema = self._keys, value.schema
         plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
-        key_schema, positions = plan
-        row.key = struct_of(key_schema, values_at(struct, positions, self._defaults))
-        row.key_schema = key_schema
+        row.key = struct_picked(plan[0], value, plan[1], self._defaults)
+        row.key_schema = plan[0]
         row.value_schema = schema
         return True
+
+    def transform_rows(self, rows: list[Row]) -> list[Row]:
+        # transform's common cases in one loop, its settings read once a batch
+        fields, plans, plan, defaults = self._fields, self._keys, self._plan, self._defaults
+        one = fields[0] if len(fields) == 1 else None
+        for row in rows:
+            value = row.value
+            if row.value_schema is None and type(value) is dict and one is not None:
+                row.key = {one: value.get(one)}
+                row.key_schema = None
+            elif row.value_schema is not None and type(value) is Struct:
+                schema = value.schema
+                key_schema, positions = (
+                    plans.last_built if schema is plans.last else plans.get(schema, plan)
+                )
+                row.key = struct_picked(key_schema, value, positions, defaults)
+                row.key_schema = key_schema
+                row.value_schema = schema
+            else:
+                self.transform(row)
+        return rows
 
     def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
         """Keys of the value's struct column: a struct column of the fields' children

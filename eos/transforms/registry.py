@@ -37,7 +37,7 @@ BUNDLED_TRANSFORMS: Final[dict[str, str]] = {
     **_variants("Flatten", "flatten"),
     **_variants("HeaderFrom", "headers"),
     **_variants("HoistField", "nesting"),
-    **_variants("InsertField", "fields"),
+    **_variants("InsertField", "insert_field"),
     **_variants("InsertHeader", "headers", keyed=False),
     **_variants("MaskField", "fields"),
     **_variants("RegexRouter", "routers", keyed=False),

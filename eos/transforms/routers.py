@@ -79,6 +79,13 @@ class RegexRouter(RowTransform):
         row.topic = renamed if renamed is not None else self.rename(row.topic)
         return True
 
+    def transform_rows(self, rows: list[Row]) -> list[Row]:
+        cache = self._cache
+        for row in rows:
+            renamed = cache.get(row.topic)
+            row.topic = renamed if renamed is not None else self.rename(row.topic)
+        return rows
+
     def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
         return map_topics(block, mask, self.rename)
 

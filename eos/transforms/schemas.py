@@ -1,7 +1,8 @@
 """Schema helpers the field transforms share: Connect's checks (``requireMap``,
 ``requireStruct``), a cache of derived schemas, and building a Struct from values that
 are valid already (:func:`struct_of`, :func:`struct_values`, :func:`values_with`,
-:func:`values_at`: the one place that reads and fills a Struct's slots directly).
+:func:`values_at`, :func:`struct_extended`, :func:`struct_picked`: the one place
+that reads and fills a Struct's slots directly).
 
 :class:`SchemaCache` keeps the schema a transform derived from an input schema, as
 Connect's transforms keep theirs (an LRU of 16): records of one connector share one
@@ -112,6 +113,37 @@ def values_with(struct: Struct, defaults: Defaults) -> list[Any]:
         if values[index] is None:
             values[index] = default
     return values
+
+
+def struct_extended(schema: Schema, struct: Struct, defaults: Defaults, added: list[Any]) -> Struct:
+    """A Struct of ``schema`` holding ``struct``'s values (a None field taking its
+    default from ``defaults``) followed by ``added``: :func:`values_with` and
+    :func:`struct_of` in one call, for a transform that appends fields per record."""
+    values = struct._values + added
+    for index, default in defaults:
+        if values[index] is None:
+            values[index] = default
+    extended: Struct = _new(Struct)
+    extended.schema = schema
+    extended._values = values
+    return extended
+
+
+def struct_picked(
+    schema: Schema, struct: Struct, positions: list[int], with_default: bool
+) -> Struct:
+    """A Struct of ``schema`` holding the values of ``struct``'s fields at ``positions``:
+    :func:`values_at` and :func:`struct_of` in one call, for a transform that builds
+    one per record."""
+    if len(positions) == 1:  # the common case: one call, no loop
+        value = struct._values[positions[0]]
+        if value is None and with_default:
+            value = struct.schema.fields[positions[0]].schema.default
+        picked: Struct = _new(Struct)
+        picked.schema = schema
+        picked._values = [value]
+        return picked
+    return struct_of(schema, values_at(struct, positions, with_default))
 
 
 def values_at(struct: Struct, positions: list[int], with_default: bool) -> list[Any]:
