@@ -27,6 +27,9 @@ issue's measure of the typical path, producer included). Record blocks:
 1000 rows (``encoded=False``, the six fields as one pyarrow struct array, as SparkSource
 hands them over). Their ``at 5 us`` is the same ratio with the cost per row.
 
+The ``each`` table times every bundled transform alone on the same batches (typical
+settings in ``EACH``), on dicts and on structs.
+
 Every round is printed; the summary takes the median of the rounds of each (each
 ratio from the medians). The garbage collector is tuned as in the worker. Usage:
 
@@ -77,6 +80,29 @@ CHAINS: dict[str, tuple[str, dict[str, str]]] = {
     "v2k": ("k", V2K),
     "three": ("i,r,k", {**INSERT, **ROUTE, **V2K}),
 }
+EACH: dict[str, dict[str, str]] = {
+    "Cast$Value": {"spec": "id:string"},
+    "DropHeaders": {"headers": "trace"},
+    "ExtractField$Value": {"field": "name"},
+    "Filter": {"predicate": "p"},
+    "Flatten$Value": {},
+    "HeaderFrom$Value": {"fields": "city", "headers": "city", "operation": "copy"},
+    "HoistField$Value": {"field": "order"},
+    "InsertField$Value": {"static.field": "src", "static.value": "db"},
+    "InsertHeader": {"header": "src", "value.literal": "db"},
+    "MaskField$Value": {"fields": "name"},
+    "RegexRouter": {"regex": "(.*)", "replacement": "eu.$1"},
+    "ReplaceField$Value": {"exclude": "ok", "renames": "city:town"},
+    "SetSchemaMetadata$Value": {"schema.name": "Renamed", "schema.version": "2"},
+    "TimestampConverter$Value": {"field": "id", "target.type": "Timestamp"},
+    "TimestampRouter": {},
+    "ValueToKey": {"fields": "id"},
+}
+"""Every bundled transform with typical settings (Filter behind a TopicNameMatches
+predicate that matches one record in ten): the ``each`` table, one step alone on a
+batch. SetSchemaMetadata needs a schema: structs only."""
+STAMP = 1_700_000_000_000
+"""The records' timestamp (for TimestampRouter)."""
 PATH_US = 5.0
 """The issue's typical record path, in µs of Python per record."""
 BATCH = 1000
@@ -155,6 +181,34 @@ def measure(kind: str, name: str, data: list[Any]) -> tuple[float, float, float,
     return timed(batch) / n, timed(one_by_one) / n, timed(path(False)) / n, timed(path(True)) / n
 
 
+def each_cost(kind: str, name: str, data: list[Any]) -> float | None:
+    """µs per record of one transform alone on batches of records (None: the transform
+    needs what these records lack)."""
+    if name.startswith("SetSchemaMetadata") and kind == "dicts":
+        return None
+    props = {"transforms": "t", "transforms.t.type": name}
+    props.update({f"transforms.t.{k}": v for k, v in EACH[name].items()})
+    if name == "Filter":
+        props.update(
+            {"predicates": "p", "predicates.p.type": "TopicNameMatches",
+             "predicates.p.pattern": "tmp-.*"}
+        )  # fmt: skip
+    c = TransformChain.from_config(props)
+    schema = SCHEMA if kind == "structs" else None
+    records = [
+        SourceRecord(PARTITION, {"i": i}, "tmp-orders" if i % 10 == 0 else "orders", v,
+                     value_schema=schema, timestamp=STAMP, headers=[("trace", b"1")])
+        for i, v in enumerate(data)
+    ]  # fmt: skip
+
+    def batch() -> None:
+        for start in range(0, len(records), BATCH):
+            if c.apply_all(records[start : start + BATCH]) is None:
+                raise SystemExit(f"{name} on {kind}: the batch went one by one")
+
+    return timed(batch) / len(records) * 1e6
+
+
 BLOCK_CHAINS = ("route+header", "filter", "insert", "v2k", "three")
 
 
@@ -228,6 +282,7 @@ def main() -> None:
     data = {kind: values(kind, args.records) for kind in ("dicts", "structs")}
     results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     blocks: dict[str, list[float]] = {}
+    each: dict[tuple[str, str], list[float]] = {}
     head = "| chain µs | one by one µs | path µs | path+chain µs | rate | at 5 µs |"
     print(f"| round | record | chain {head}")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
@@ -242,6 +297,10 @@ def main() -> None:
                 )
                 if round_no:
                     results.setdefault((kind, name), []).append((alone, single, path, full))
+            for name in EACH:
+                cost = each_cost(kind, name, data[kind])
+                if round_no and cost is not None:
+                    each.setdefault((kind, name), []).append(cost)
         for name in BLOCK_CHAINS:
             cost = block_cost(name)
             print(
@@ -260,6 +319,17 @@ def main() -> None:
             f"| {kind} | {name} | {alone:.2f} ({low:.2f} to {high:.2f}) | {single:.2f} | "
             f"{path:.2f} | {full:.2f} | {path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
         )
+    print("\nEach transform alone on a batch, µs per record (median of the rounds):\n")
+    print("| transform | dicts | structs | at 5 µs (structs) |")
+    print("|---|---:|---:|---:|")
+    for name in EACH:
+        medians = [statistics.median(each[(kind, name)]) if each.get((kind, name)) else None
+                   for kind in ("dicts", "structs")]  # fmt: skip
+        shown = " | ".join("" if m is None else f"{m:.2f}" for m in medians)
+        last = medians[-1]
+        at_5 = "" if last is None else f"{PATH_US / (PATH_US + last):.2f}"
+        print(f"| {name} | {shown} | {at_5} |")
+    print()
     for name, costs in blocks.items():
         cost = statistics.median(costs)
         cost_row = f"{cost:.3f} per row | | | | |"

@@ -274,12 +274,8 @@ class InsertFieldValue(InsertField):
         if type(value) is dict and row.value_schema is None:
             row.value = self._into_map(row, value)
         elif type(value) is Struct and row.value_schema is not None:
-            # _into_struct inline: a call less per record
-            plans, schema = self._plans, value.schema
-            plan = plans.last_built if schema is plans.last else plans.get(schema, self._plan)
-            added = self._metadata_of(row) if self._metadata else self._static_only
-            row.value = struct_extended(plan[0], value, plan[1], added)
-            row.value_schema = plan[0]
+            row.value = struct = self._into_struct(row, value)
+            row.value_schema = struct.schema
         elif value is not None:
             row.value, row.value_schema = self.update(row, value, row.value_schema)
         return True
