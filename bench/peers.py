@@ -16,6 +16,9 @@ Rows (100-byte records unless said):
                       the per-record API would (the typical connector path: a SourceRecord
                       per row through the JSON converter), poll boundary, each producer;
                       the row of the "records path >= 0.6 x pp-txn" target
+  *-three             the same with a chain of three of Connect's transforms on both sides
+                      (THREE: HoistField$Value, InsertField$Value, RegexRouter), compared
+                      with the same row without it: what the chain costs end to end
   vs-*                eos VerifiableSource in a worker in this process: exactly-once with
                       interval 1 s, each producer, 1 and 4 tasks, 100 B and 1 KB; and
                       at-least-once, 1 task, 100 B (for the "eos >= 0.95 x alos" target);
@@ -49,7 +52,6 @@ rows of the records path's 0.6 x pp-txn target).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -214,8 +216,9 @@ def lines_file(lines: int) -> tuple[Path, str]:
 async def wait_last_committed(
     bootstrap: str, topic: str, last_value: bytes, timeout: float
 ) -> float:
-    """perf_counter() when ``last_value`` became the last committed record of ``topic``
-    (partition 0), watching the read_committed end offset."""
+    """perf_counter() when the last committed record of ``topic`` (partition 0) holds
+    ``last_value`` (the file's last line, whatever the transforms wrapped it in),
+    watching the read_committed end offset."""
     from aiokafka import TopicPartition
 
     config = ClientConfig({"bootstrap.servers": bootstrap})
@@ -235,7 +238,7 @@ async def wait_last_committed(
                     consumer.seek(tp, max(0, end - 3))
                     batch = await consumer.getmany(tp, timeout_ms=2000)
                     values = [r.value for r in batch.get(tp, [])]
-                    if values and values[-1] == last_value:
+                    if values and values[-1] is not None and last_value in values[-1]:
                         return changed
                     changed = now  # not there yet: keep watching
                 await anyio.sleep(0.05)
@@ -299,6 +302,9 @@ def timed_file_run(
     """Create the connector, time it to its last committed record, delete it."""
     topic = config["topic"]
     create_topic(bootstrap, topic)
+    if "transforms" in config:  # THREE renames the topic: watch the renamed one
+        topic += RENAMED
+        create_topic(bootstrap, topic)
     cpu0, broker0 = proc_cpu(pid), brokers_cpu(brokers)
     while True:  # 409: a rebalance (after the previous connector's deletion) is under way
         started = time.perf_counter()
@@ -308,8 +314,7 @@ def timed_file_run(
             break
         time.sleep(0.5)
     response.raise_for_status()
-    value = json.dumps(last).encode()
-    finished = anyio.run(wait_last_committed, bootstrap, topic, value, 600.0)
+    finished = anyio.run(wait_last_committed, bootstrap, topic, last.encode(), 600.0)
     cpu1, broker1 = proc_cpu(pid), brokers_cpu(brokers)
     httpx.delete(f"{url}/connectors/{name}", timeout=60)
     return Row(
@@ -322,6 +327,26 @@ def timed_file_run(
     )
 
 
+CONNECT_SMT = "org.apache.kafka.connect.transforms."
+RENAMED = "-t"
+THREE = {
+    "transforms": "hoist,stamp,route",
+    "transforms.hoist.type": CONNECT_SMT + "HoistField$Value",
+    "transforms.hoist.field": "line",
+    "transforms.stamp.type": CONNECT_SMT + "InsertField$Value",
+    "transforms.stamp.static.field": "src",
+    "transforms.stamp.static.value": "file",
+    "transforms.route.type": CONNECT_SMT + "RegexRouter",
+    "transforms.route.regex": "(.*)",
+    "transforms.route.replacement": "$1" + RENAMED,
+}
+"""The chain of the ``-three`` rows, the same settings on Connect and on eos: Kafka's
+documentation's file-source example (each line a map with a ``line`` field, the source
+stamped on it) and a RegexRouter. Each ``-three`` row is compared with its row without
+the chain: what the chain costs."""
+CHAINS = {"": {}, "-three": THREE}
+
+
 def boundary(mode: str) -> dict[str, str]:
     if mode == "poll":
         return {"transaction.boundary": "poll"}
@@ -332,7 +357,12 @@ def connect_rows(
     jars: Path, bootstrap: str, brokers: list[int], lines: int, work: Path,
     wanted: Wanted = everything,
 ) -> list[Row]:  # fmt: skip
-    modes = [mode for mode in ("poll", "interval") if wanted(f"connect-file-{mode}")]
+    modes = [
+        (mode, chain)
+        for mode in ("poll", "interval")
+        for chain in CHAINS
+        if wanted(f"connect-file-{mode}{chain}")
+    ]
     if not modes:
         return []
     path, last = lines_file(lines)
@@ -354,7 +384,7 @@ def connect_rows(
     rows = []
     cmd = java(jars, "org.apache.kafka.connect.cli.ConnectDistributed", str(worker))
     with process(cmd, work / "connect.log", f"{url}/connectors") as pid:
-        for mode in modes:
+        for mode, chain in modes:
             name = f"file-{mode}-{uuid.uuid4().hex[:6]}"
             config = {
                 "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -362,9 +392,10 @@ def connect_rows(
                 "topic": f"{group}-{name}",
                 "tasks.max": "1",
                 **boundary(mode),
+                **CHAINS[chain],
             }
             rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines, last,
-                                       f"connect-file-{mode}"))  # fmt: skip
+                                       f"connect-file-{mode}{chain}"))  # fmt: skip
     return rows
 
 
@@ -375,8 +406,8 @@ FILE_RUNS = (("", "poll"), ("records-", "poll"), ("", "interval"))
 """(kind, transaction boundary) of the eos file rows, for each producer."""
 
 
-def file_row(kind: str, mode: str, client: str, batch: str) -> str:
-    return f"eos-file-{kind}{mode}-{client}{batch and '-batch' + batch}"
+def file_row(kind: str, mode: str, client: str, batch: str, chain: str = "") -> str:
+    return f"eos-file-{kind}{mode}-{client}{batch and '-batch' + batch}{chain}"
 
 
 def eos_file_rows(
@@ -384,11 +415,12 @@ def eos_file_rows(
     batches: Sequence[str] = ("",),
 ) -> list[Row]:  # fmt: skip
     runs = [
-        (client, kind, mode, batch)
+        (client, kind, mode, batch, chain)
         for client in CLIENTS
         for kind, mode in FILE_RUNS
         for batch in batches
-        if wanted(file_row(kind, mode, client, batch))
+        for chain in CHAINS
+        if wanted(file_row(kind, mode, client, batch, chain))
     ]
     if not runs:
         return []
@@ -408,7 +440,7 @@ def eos_file_rows(
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
     env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}  # bench.line_records too
     with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
-        for client, kind, mode, batch in runs:
+        for client, kind, mode, batch, chain in runs:
             name = f"file-{kind}{mode}-{client}-{uuid.uuid4().hex[:6]}"
             config = {
                 "connector.class": FILE_SOURCES[kind],
@@ -418,8 +450,9 @@ def eos_file_rows(
                 "producer.client": client,
                 **boundary(mode),
                 **({"batch.size": batch} if batch else {}),
+                **CHAINS[chain],
             }
-            row = file_row(kind, mode, client, batch)
+            row = file_row(kind, mode, client, batch, chain)
             rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
                                        last, row))  # fmt: skip
     return rows
@@ -535,6 +568,8 @@ def table(rounds: list[list[Row]]) -> str:
 def peer_of(name: str) -> str:
     """What a row is compared with: Connect for eos file rows, at-least-once (of the same
     producer and output) for the exactly-once VerifiableSource rows of 1 task and 100 B."""
+    if name.endswith("-three"):  # the same row without the chain: what the chain costs
+        return name.removesuffix("-three")
     if name.startswith("eos-file-"):
         mode = name.removeprefix("eos-file-").removeprefix("records-").split("-")[0]
         return f"connect-file-{mode}"

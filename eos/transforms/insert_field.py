@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from eos.api.logical import Timestamp
 from eos.api.records import RecordBlock
@@ -281,25 +281,24 @@ class InsertFieldValue(InsertField):
         return True
 
     def transform_rows(self, rows: list[Row]) -> list[Row]:
-        # transform's work in one loop, its settings read once a batch
-        plans, plan, metadata = self._plans, self._plan, self._metadata
-        name, static, static_only = self._static_name, self._static_value, self._static_only
+        # transform's work in one loop, its settings and last plan in locals
+        if self._metadata:  # values that differ per record: transform's own way
+            return super().transform_rows(rows)
+        plans, plan, extended = self._plans, self._plan, struct_extended
+        name, static, added = self._static_name, self._static_value, self._static_only
+        last: Schema | None = None
+        new_schema, defaults = cast(Schema, None), cast(Defaults, ())  # set with last
         for row in rows:
             value = row.value
             if type(value) is dict and row.value_schema is None:
-                if metadata:
-                    row.value = self._into_map(row, value)
-                else:
-                    updated = value.copy()
-                    updated[name] = static
-                    row.value = updated
+                updated = value.copy()
+                updated[name] = static
+                row.value = updated
             elif type(value) is Struct and row.value_schema is not None:
-                schema = value.schema
-                new_schema, defaults = (
-                    plans.last_built if schema is plans.last else plans.get(schema, plan)
-                )
-                added = self._metadata_of(row) if metadata else static_only
-                row.value = struct_extended(new_schema, value, defaults, added)
+                if value.schema is not last:
+                    last = value.schema
+                    new_schema, defaults = plans.get(last, plan)
+                row.value = extended(new_schema, value, defaults, added)
                 row.value_schema = new_schema
             elif value is not None:
                 row.value, row.value_schema = self.update(row, value, row.value_schema)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from eos.api.records import RecordBlock
 from eos.api.schema import Field, Schema, SchemaBuilder, Struct
@@ -76,22 +76,23 @@ class ValueToKey(RowTransform):
         return True
 
     def transform_rows(self, rows: list[Row]) -> list[Row]:
-        # transform's common cases in one loop, its settings read once a batch
+        # transform's common cases in one loop, its settings and last plan in locals
         fields, plans, plan, defaults = self._fields, self._keys, self._plan, self._defaults
         one = fields[0] if len(fields) == 1 else None
+        picked, last = struct_picked, cast(Schema | None, None)
+        key_schema, positions = cast(Schema, None), cast(list[int], [])  # set with last
         for row in rows:
             value = row.value
             if row.value_schema is None and type(value) is dict and one is not None:
                 row.key = {one: value.get(one)}
                 row.key_schema = None
             elif row.value_schema is not None and type(value) is Struct:
-                schema = value.schema
-                key_schema, positions = (
-                    plans.last_built if schema is plans.last else plans.get(schema, plan)
-                )
-                row.key = struct_picked(key_schema, value, positions, defaults)
+                if value.schema is not last:
+                    last = value.schema
+                    key_schema, positions = plans.get(last, plan)
+                row.key = picked(key_schema, value, positions, defaults)
                 row.key_schema = key_schema
-                row.value_schema = schema
+                row.value_schema = last
             else:
                 self.transform(row)
         return rows

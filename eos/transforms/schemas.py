@@ -120,9 +120,10 @@ def struct_extended(schema: Schema, struct: Struct, defaults: Defaults, added: l
     default from ``defaults``) followed by ``added``: :func:`values_with` and
     :func:`struct_of` in one call, for a transform that appends fields per record."""
     values = struct._values + added
-    for index, default in defaults:
-        if values[index] is None:
-            values[index] = default
+    if defaults:
+        for index, default in defaults:
+            if values[index] is None:
+                values[index] = default
     extended: Struct = _new(Struct)
     extended.schema = schema
     extended._values = values
