@@ -300,3 +300,38 @@ def test_json_strings_are_the_bytes_jackson_writes(text: str, expected: bytes) -
     words = SchemaBuilder.array(STRING_SCHEMA).build()  # the other typed path
     assert json.from_connect_data("t", words, [text]) == b"[" + expected + b"]"  # type: ignore[attr-defined]
     assert json.from_connect_block("t", STRING_SCHEMA, [text, "x"]) == [expected, b'"x"']  # type: ignore[attr-defined]
+
+
+def test_plain_values_are_written_as_they_are_and_the_rest_through_the_checks() -> None:
+    # An integer, boolean or string of exactly its type is written as it is (one call a
+    # field); a null, a subclass or a wrong type goes through the checks: the same bytes,
+    # the same errors as field by field.
+    flat = (
+        SchemaBuilder.struct().name("Flat").field("id", INT64_SCHEMA)
+        .field("ok", SchemaBuilder.bool().build())
+        .field("s", STRING_SCHEMA).field("note", OPTIONAL_STRING_SCHEMA).build()
+    )  # fmt: skip
+    json = make_converter("json")
+    for text, expected in JACKSON_STRINGS.items():
+        full = Struct(flat, {"id": 7, "ok": True, "s": text, "note": text})
+        assert json.convert("t", full) == (
+            b'{"id":7,"ok":true,"s":' + expected + b',"note":' + expected + b"}"
+        )
+        assert json.convert("t", Struct(flat, {"id": 7, "ok": True, "s": text})) == (
+            b'{"id":7,"ok":true,"s":' + expected + b',"note":null}'
+        )
+
+    class Word(str):
+        pass
+
+    subclassed = Struct(flat, {"id": 1, "ok": False, "s": Word("w"), "note": "n"})
+    assert json.convert("t", subclassed) == b'{"id":1,"ok":false,"s":"w","note":"n"}'
+    wrong = Struct(flat, {"id": 1, "ok": False, "s": "s"})
+    wrong._values[0] = True  # a bool is an int to Python, not to Connect's INT64
+    with pytest.raises(DataError, match="Invalid type for INT64: bool"):
+        json.convert("t", wrong)
+    with pytest.raises(DataError, match="null value for field that is required"):
+        json.convert("t", Struct(flat, {"ok": False, "s": "s"}))
+    defaulted = SchemaBuilder.struct().field("n", SchemaBuilder.int64().default(5).build()).build()
+    assert json.convert("t", Struct(defaulted, {})) == b'{"n":5}'
+    assert json.convert("t", Struct(defaulted, {"n": 6})) == b'{"n":6}'

@@ -185,7 +185,16 @@ class _Compiler:
                 "Conversion error: null value for field that is required and has no default value"
             )
 
-        return convert
+        plain = _PLAIN.get(schema.type) if schema.name is None else None
+        if plain is None:
+            return convert
+
+        def exact(value: Any) -> Any:
+            # an integer, boolean or string of exactly its type is written as it is (one
+            # call a field); a null, a subclass or a wrong type goes through the checks
+            return value if type(value) is plain else convert(value)
+
+        return exact
 
     def _non_null(self, schema: Schema) -> ToJson:
         logical = self._logical(schema)
@@ -247,6 +256,17 @@ class _Compiler:
             return {name: conv(slots[i]) for name, i, conv in fields}
 
         return convert
+
+
+_PLAIN: dict[SchemaType, type] = {
+    SchemaType.INT8: int,
+    SchemaType.INT16: int,
+    SchemaType.INT32: int,
+    SchemaType.INT64: int,
+    SchemaType.BOOLEAN: bool,
+    SchemaType.STRING: str,
+}
+"""The Python type of a Connect value that the JSON converter writes as it is."""
 
 
 def _checked(kind: type, schema: Schema) -> ToJson:
