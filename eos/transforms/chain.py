@@ -17,6 +17,7 @@ A failing step raises :class:`~eos.errors.TransformError` naming it and the reco
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any, Protocol, cast
 
 from eos.api.records import RecordBlock, SourceRecord
@@ -149,7 +150,7 @@ class TransformChain:
             return None
         if not batch:
             return list(records)
-        if self.reads_values and any(r.encoded for r in records):
+        if self.reads_values and any(map(_ENCODED, records)):  # a C loop, not a generator
             return None
         rows = list(map(copy_record, records))
         live = rows
@@ -253,6 +254,7 @@ def _step(stage: _Stage) -> Callable[[Row], bool]:
 
 
 _Rows = Callable[[list[Row]], list[Row]]
+_ENCODED = attrgetter("encoded")
 
 
 def _batch_step(stage: _Stage) -> _Rows | None:
