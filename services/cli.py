@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from services.main_job import main_job
-    from services.worker_service import tune_gc
+    from services.worker_service import tune_gc, tune_malloc
 
     bootstrap = args.bootstrap_servers
     if bootstrap:
@@ -118,6 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         bootstrap = state.bootstrap
     data = dev_kafka.cache_dir() / "run" / "orders"
     tune_gc()
+    tune_malloc()
     return 0 if anyio.run(main_job, bootstrap, data, args.rest_port) else 1
 
 

@@ -24,7 +24,14 @@ from eos.transforms.schemas import (
     struct_picked,
 )
 from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
-from eos.transforms.struct_columns import children, fields_of, struct_array, struct_column
+from eos.transforms.struct_columns import (
+    children,
+    field,
+    fields_of,
+    plain_column,
+    struct_array,
+    struct_column,
+)
 
 VALUE_TO_KEY_CONFIG = with_replace_null(
     ConfigDef().define(
@@ -262,7 +269,8 @@ HOIST_FIELD_CONFIG = ConfigDef().define(
 
 class HoistField(KeyOrValueTransform):
     """Wrap the key or value in a Struct (with a schema) or a map (without) with one
-    field, ``field``."""
+    field, ``field``. On a block with a schema, the column becomes the one child of a
+    struct column (a FileSource block's lines: a string column first)."""
 
     def config_def(self) -> ConfigDef:
         return HOIST_FIELD_CONFIG
@@ -276,6 +284,21 @@ class HoistField(KeyOrValueTransform):
             return {self._name: value}, None
         wrapper = self._schemas.get(schema, self._wrapper)
         return struct_of(wrapper, [value]), wrapper
+
+    def transform_block(self, block: RecordBlock, mask: Mask) -> RecordBlock | None:
+        """Every row of a column with a schema and no null, at once (with a mask the rows
+        would have two schemas; else NeedsRows)."""
+        if mask is not None or block.encoded:
+            raise NeedsRows
+        on_key = self.on_key
+        schema = block.key_schema if on_key else block.value_schema
+        child = plain_column(block.keys if on_key else block.values, schema)
+        assert schema is not None  # plain_column: NeedsRows without one
+        wrapper = self._schemas.get(schema, self._wrapper)
+        hoisted = struct_array([child], [field(self._name, child.type)])
+        if on_key:
+            return dataclasses.replace(block, keys=hoisted, key_schema=wrapper)
+        return dataclasses.replace(block, values=hoisted, value_schema=wrapper)
 
     def _wrapper(self, schema: Schema) -> Schema:
         return SchemaBuilder.struct().field(self._name, schema).build()

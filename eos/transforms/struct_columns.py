@@ -45,6 +45,34 @@ def arrow() -> Any:
     return pa
 
 
+_FROM_LIST = {SchemaType.STRING: "string"}
+"""Schema types whose values a Python list column holds as exactly the Arrow type named
+(a FileSource block's lines): :func:`plain_column` builds the array in one call."""
+
+
+def plain_column(column: Any, schema: Schema | None) -> Any:
+    """``column`` as an Arrow array without nulls: an array as it is, or a Python list of
+    a plain STRING schema's values (``pyarrow`` imported here: such a list is not one);
+    NeedsRows otherwise (a null, a value of another type, another schema)."""
+    if schema is None or column is None:
+        raise NeedsRows
+    if type(column) is list:
+        kind = _FROM_LIST.get(schema.type) if schema.name is None else None
+        if kind is None:
+            raise NeedsRows
+        import pyarrow as pa
+
+        try:
+            column = pa.array(column, getattr(pa, kind)())
+        except (pa.ArrowException, TypeError, ValueError):
+            raise NeedsRows from None
+    elif not isinstance(column, arrow().Array):
+        raise NeedsRows
+    if column.null_count:
+        raise NeedsRows
+    return column
+
+
 def struct_column(column: Any, schema: Schema | None) -> tuple[Any, Schema]:
     """``column`` and ``schema`` if the one is a struct array of the other (a STRUCT),
     its children the schema's fields in order; NeedsRows otherwise."""

@@ -46,6 +46,7 @@ from eos.api.schema import (
 )
 from eos.errors import ConfigError, DataError
 from eos.runtime.converters.base import Headers, SchemaConverter, flag
+from eos.runtime.converters.json_columns import struct_rows
 
 ToJson = Callable[[Any], Any]
 Payload = Callable[[Any], bytes]
@@ -364,17 +365,20 @@ class JsonConverter(SchemaConverter):
     ) -> list[bytes | None]:
         """A list of plain STRING values (FileSource's lines) through orjson in one C loop,
         the same bytes as :meth:`from_connect_data` row by row (Jackson's escapes fixed
-        only where a value needs them); any other column row by row."""
+        only where a value needs them); a flat struct column a child at a time
+        (:mod:`~eos.runtime.converters.json_columns`); any other column row by row."""
         if (
             schema is None or schema.type is not SchemaType.STRING or schema.name is not None
             or type(column) is not list or set(map(type, column)) != _STR
         ):  # fmt: skip
-            return super().from_connect_block(topic, schema, column)
-        out = list(map(orjson.dumps, column))
-        joined = b"".join(out)
-        if b"\\u00" in joined or not joined.isascii():
-            out = [_as_jackson(o) if b"\\u00" in o or not o.isascii() else o for o in out]
+            rows = struct_rows(schema, column)
+            if rows is None:
+                return super().from_connect_block(topic, schema, column)
+            out = _as_jackson_rows(rows)
+        else:
+            out = _as_jackson_rows(list(map(orjson.dumps, column)))
         if self.schemas_enable:
+            assert schema is not None  # both paths above need one
             head = b'{"schema":' + self._for(schema)[2] + b',"payload":'
             out = [head + o + b"}" for o in out]
         return cast(list[bytes | None], out)
@@ -406,6 +410,15 @@ def _dumps(value: Any) -> bytes:
 
 
 _STR = {str}
+
+
+def _as_jackson_rows(rows: list[bytes]) -> list[bytes]:
+    """orjson's ``rows`` of a block as Jackson writes them; one look over the whole block
+    first (a backslash, then ``\\u00``: looking for the one byte is 50 times faster)."""
+    joined = b"".join(rows)
+    if (joined.find(b"\\") < 0 or joined.find(b"\\u00") < 0) and joined.isascii():
+        return rows
+    return [_as_jackson(r) if r.find(b"\\u00") >= 0 or not r.isascii() else r for r in rows]
 
 
 def _as_jackson(out: bytes) -> bytes:
