@@ -56,7 +56,7 @@ from eos.api.schema import (
 )
 from eos.runtime.converters import JsonConverter
 from eos.transforms import TransformChain
-from services.worker_service import tune_gc
+from services.worker_service import tune_gc, tune_malloc
 
 PARTITION = {"table": "orders"}
 SCHEMA = (
@@ -279,6 +279,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     tune_gc()
+    tune_malloc()
     data = {kind: values(kind, args.records) for kind in ("dicts", "structs")}
     results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     blocks: dict[str, list[float]] = {}

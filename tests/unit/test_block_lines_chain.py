@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import io
 from typing import Any
 
+import fastavro
 import orjson
 import pyarrow as pa
 import pytest
@@ -28,6 +30,8 @@ from eos.api.schema import (
 )
 from eos.errors import DataError
 from eos.runtime.converters import encode_block
+from eos.runtime.converters.avro import avro_schema, to_avro
+from eos.runtime.converters.avro_arrow import encode_column
 from eos.runtime.converters.json import ConnectJsonConverter, JsonConverter
 from eos.runtime.converters.json_columns import struct_rows
 from eos.transforms import TransformChain
@@ -108,6 +112,20 @@ def test_lines_that_need_no_escape_are_joined_by_arrow(texts: list[str]) -> None
             assert list(encoded.values) == rows_bytes(converter, block.records())
     got = encode_block(out, json_converter(), json_converter()).values
     assert got[0] == b'{"line":' + orjson.dumps(texts[0]) + b',"data_source":"test-file-source"}'
+
+
+def test_the_hoisted_lines_encode_as_their_rows_in_avro() -> None:
+    c = chain(THREE)
+    out = c.apply_block(lines())
+    assert isinstance(out, RecordBlock)
+    assert out.value_schema is not None
+    avro = fastavro.parse_schema(avro_schema(out.value_schema))
+    convert = to_avro(out.value_schema)
+    encoded = encode_column(out.values, out.value_schema, b"")
+    for data, row in zip(encoded, by_rows(c, lines()), strict=True):
+        written = io.BytesIO()
+        fastavro.schemaless_writer(written, avro, convert(row.value))
+        assert data == written.getvalue()
 
 
 def test_hoist_field_alone_on_values_and_on_keys() -> None:

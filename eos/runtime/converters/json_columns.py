@@ -1,16 +1,16 @@
 """JSON of a flat struct column at once: a typed block's values as an Arrow struct array
 (a FileSource line after HoistField and InsertField, for one) written without a
-:class:`~eos.api.Struct` or a Python call per field.
+:class:`~eos.api.Struct` or a Python call per field, in the bytes the row path writes
+(a Struct's fields in schema order, compact; the converter then fixes the escapes that
+Jackson writes otherwise, where a row has one).
 
-Each child is turned into its JSON texts in one C loop (``orjson.dumps`` over the
-child's values; a child holding one value throughout, such as InsertField's static
-field, once), and each row is joined from them in another: the same bytes as the row
-path, which writes a Struct's fields in schema order, compact, with Jackson's escapes
-(fixed by the converter where a row needs them). Only what writes
-exactly so takes this path: a struct array of a STRUCT schema, its children the fields
-in order, each an integer, boolean or string without a logical name of the matching
-Arrow type, and no null anywhere (a null may take a field's default). Anything else is
-None: the caller goes row by row.
+Only what writes exactly so takes this path: a struct array of a STRUCT schema, its
+children the fields in order, each an integer, boolean or string without a logical name,
+of the matching Arrow type, and no null anywhere. A child holding one value throughout
+(InsertField's static field) is written once. When one string child varies and none of
+its strings needs an escape, Arrow joins each row around it (:func:`_around`); otherwise
+each varying child's texts come from orjson and the rows from one ``b"".join`` each.
+Anything else is None: the caller goes row by row.
 """
 
 from __future__ import annotations
