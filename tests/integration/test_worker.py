@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 
 import anyio
@@ -415,6 +416,60 @@ async def test_file_source_exactly_once_and_new_lines(
         await w.wait_for_tasks("files", "RUNNING", 2)
         await anyio.sleep(1.5)
     assert await lines(5) == ["a1", "a2", "b1", "c1", "partial line"]
+
+
+async def test_file_source_lines_through_the_file_source_example_chain(
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """Kafka's documentation's file-source example (HoistField$Value ``line``, then
+    InsertField$Value ``data_source``) and a RegexRouter on FileSource's lines, which stay
+    a block: each line read back, once, as that documentation shows it (a struct of the
+    line and the static field, Connect's JSON with its schema), from the renamed topic."""
+    group, topic = unique_name("g"), unique_name("lines")
+    plain = [f"line {n}" for n in range(300)]  # a block Arrow joins
+    escaped = ['a "quoted" line', "é", "tab\there"]  # a block orjson writes a child at a time
+    (tmp_path / "a.log").write_text("".join(t + "\n" for t in plain))
+    (tmp_path / "b.log").write_text("".join(t + "\n" for t in escaped))
+    texts = plain + escaped
+    smt = "org.apache.kafka.connect.transforms."
+    props = {
+        "name": "files", "connector.class": "FileSource", "topic": topic,
+        "path": str(tmp_path / "*.log"), "poll.interval.ms": "200",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "transforms": "MakeMap,InsertSource,Route",
+        "transforms.MakeMap.type": smt + "HoistField$Value",
+        "transforms.MakeMap.field": "line",
+        "transforms.InsertSource.type": smt + "InsertField$Value",
+        "transforms.InsertSource.static.field": "data_source",
+        "transforms.InsertSource.static.value": "test-file-source",
+        "transforms.Route.type": smt + "RegexRouter",
+        "transforms.Route.regex": "(.*)",
+        "transforms.Route.replacement": "$1-lines",
+    }  # fmt: skip
+    async with running_worker(worker_props(bootstrap, group), [props]) as w:
+        await w.wait_for_tasks("files", "RUNNING", 1)
+        with anyio.fail_after(30):
+            while True:
+                got = await read_to_end(client_config, topic + "-lines")
+                if len(got) >= len(texts):
+                    break
+                await anyio.sleep(0.3)
+    values = [json.loads(r.value) for r in got]
+    line = itemgetter("line")  # the two files' blocks come in either order
+    assert sorted((v["payload"] for v in values), key=line) == sorted(
+        ({"line": t, "data_source": "test-file-source"} for t in texts), key=line
+    )
+    assert values[0]["schema"] == {
+        "type": "struct",
+        "fields": [
+            {"type": "string", "optional": False, "field": "line"},
+            {"type": "string", "optional": True, "field": "data_source"},
+        ],
+        "optional": False,
+    }
 
 
 async def test_at_least_once_flushes_offsets_of_any_task(
