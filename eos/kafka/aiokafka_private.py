@@ -24,8 +24,9 @@ Sender methods that differ).
 
 A failed batch stops a commit before its EndTxn (:func:`flush_transaction` returns, and
 the caller checks the batch futures first): the broker never commits a transaction that
-lost records. Once a transaction outgrows the accumulator (a second batch for a partition
-would wait for the first to leave), the caller starts the background sender for good
+lost records. A second batch for a partition would wait in the accumulator for the first
+to leave (:func:`queued_for` tells): the caller then sends what is queued
+(:func:`flush_transaction`, once a transaction) or starts the background sender for good
 (:func:`start_sender`).
 
 A version 12 Produce answered TRANSACTION_ABORTABLE (KIP-1050) fails its batch with
@@ -207,9 +208,10 @@ async def start_sender(producer: AIOKafkaProducer) -> None:
         await producer._sender.start()
 
 
-def queued(producer: AIOKafkaProducer) -> bool:
-    """Whether batches wait in the accumulator (a second one for a partition would block)."""
-    return bool(producer._message_accumulator._batches)
+def queued_for(producer: AIOKafkaProducer, topic: str, partition: int) -> bool:
+    """Whether a batch for the partition waits in the accumulator (a second one would
+    wait for it to be sent)."""
+    return bool(producer._message_accumulator._batches.get(TopicPartition(topic, partition)))
 
 
 async def flush_transaction(producer: AIOKafkaProducer, *, version2: bool) -> None:

@@ -424,6 +424,7 @@ PRODUCER_MEMORY_BUDGET = 64 * 2**20
 
 def producer_batch_size(tasks: int) -> int:
     """The default ``batch.size`` of a task producer on a worker running ``tasks`` tasks:
-    256 KiB (large batches cost less CPU per record) while the worker's tasks share
-    :data:`PRODUCER_MEMORY_BUDGET`, then smaller, down to Kafka's 16 KiB."""
-    return max(16384, min(262144, PRODUCER_MEMORY_BUDGET // max(1, tasks)))
+    512 KiB while the worker's tasks share :data:`PRODUCER_MEMORY_BUDGET` (large batches
+    cost less CPU per record, and a poll that fits one batch a partition is sent in one
+    Produce request: docs/sizing.md), then smaller, down to Kafka's 16 KiB."""
+    return max(16384, min(524288, PRODUCER_MEMORY_BUDGET // max(1, tasks)))

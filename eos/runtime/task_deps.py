@@ -132,7 +132,7 @@ class TaskDeps:
     clock: Clock = field(default_factory=SystemClock)
     startup_slots: anyio.CapacityLimiter | None = None
     """Shared by the worker's tasks: how many go through start-up at once."""
-    batch_size: int = 262144
+    batch_size: int = 524288
     """The producer's ``batch.size`` unless the user set one (sized by the worker from
     its task count: docs/sizing.md)."""
     explain: Explain | None = None

@@ -12,6 +12,7 @@ import pytest
 from eos.api import SourceRecord
 from eos.errors import FencedError
 from eos.kafka import ClientConfig
+from eos.kafka import aiokafka_private as private
 from eos.runtime.producers import make_task_producer
 from eos.runtime.producers.aiokafka import AiokafkaTaskProducer
 from eos.runtime.producers.base import SendFailed
@@ -26,7 +27,7 @@ def _raw(record: SourceRecord) -> tuple[bytes | None, bytes | None]:
     return None, record.value
 
 
-def _producer(config: ClientConfig, transactional_id: str) -> AiokafkaTaskProducer:
+def _producer(config: ClientConfig, transactional_id: str, **fixed: int) -> AiokafkaTaskProducer:
     producer = make_task_producer(
         "aiokafka",
         config,
@@ -34,6 +35,7 @@ def _producer(config: ClientConfig, transactional_id: str) -> AiokafkaTaskProduc
         transactional_id=transactional_id,
         enable_idempotence=True,
         transaction_timeout_ms=60000,
+        **fixed,
     )
     assert isinstance(producer, AiokafkaTaskProducer)
     return producer
@@ -131,3 +133,31 @@ async def test_back_to_back_transactions_wait_for_the_previous_markers(
     assert sorted(values) == sorted(
         r.value for n in range(300) for r in _records(topic, f"t{n}", 1)
     )
+
+
+async def test_a_transaction_one_batch_too_large_stays_with_the_task(
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
+    transactional_id: Callable[[], str],
+) -> None:
+    """A poll a little larger than a batch (two batches for its partition) is sent from
+    the task: its first batch before the second is queued, the rest at the commit; a
+    transaction of three batches for a partition hands the producer to aiokafka's
+    sender. Every record is committed once, in order, either way."""
+    topic, offsets = await topic_factory(), await topic_factory()
+    producer = _producer(client_config, transactional_id(), max_batch_size=16384)
+    await producer.start()
+    plan = [(f"two{n}", 40) for n in range(20)] + [("three", 90), ("after", 40)]
+    try:
+        for name, count in plan:  # 40 records of 500 bytes: two batches of 16 KiB
+            await producer.begin()
+            await producer.send(_records(topic, name, count, 500), _raw, per_record=False)
+            await producer.send_offsets(offsets, [(name.encode(), b"v")])
+            await producer.commit()
+            if name.startswith("two"):
+                assert not private.sender_running(producer._producer), name
+        assert private.sender_running(producer._producer)
+    finally:
+        await producer.close()
+    values = await committed_values(client_config, topic, timeout=10)
+    assert values == [r.value for name, count in plan for r in _records(topic, name, count, 500)]

@@ -40,7 +40,8 @@ def test_too_little_memory_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("tasks", "batch"), [(1, 262144), (256, 262144), (1000, 67108), (100_000, 16384)]
+    ("tasks", "batch"),
+    [(1, 524288), (128, 524288), (256, 262144), (1000, 67108), (100_000, 16384)],
 )
 def test_batch_size_shrinks_with_the_task_count(tasks: int, batch: int) -> None:
     assert producer_batch_size(tasks) == batch

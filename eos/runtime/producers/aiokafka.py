@@ -24,7 +24,9 @@ transaction.
 A transactional producer starts without aiokafka's background sender: while a
 transaction's batches fit the accumulator, the commit sends them and ends the transaction
 from the task's coroutine, which costs a fraction of the sender's wake-ups and tasks. The
-first transaction that outgrows that hands the producer to the sender for good. Either way
+accumulator holds one batch per partition: the first time in a transaction that a second
+one is due, the task sends what is queued first (a poll slightly over a batch stays
+here); the second time, the producer goes to the sender for good. Either way
 a batch the broker rejected fails the commit before EndTxn (aiokafka alone would commit the
 rest of the transaction, offsets included). All of that reaches into aiokafka's private
 parts, so it lives in :mod:`eos.kafka.aiokafka_private`; this module uses aiokafka's public
@@ -62,6 +64,11 @@ from eos.runtime.producers.base import (
 T = TypeVar("T")
 
 
+INLINE_SENDS = 1
+"""Times a transaction's queued batches are sent from the task before its commit (a poll
+slightly larger than a batch, say) before the background sender takes over."""
+
+
 def _fenced(exc: BaseException) -> FencedError:
     return FencedError(f"producer fenced: {exc!r}")
 
@@ -79,6 +86,8 @@ class AiokafkaTaskProducer:
         """Batches before this index were acknowledged."""
         self._version2 = False
         """Transaction version 2 (KIP-890): two requests per transaction, not three."""
+        self._inline_sends = 0
+        """Queued batches the task sent before this transaction's commit."""
 
     async def _call(self, step: Awaitable[T]) -> T:
         try:
@@ -105,7 +114,22 @@ class AiokafkaTaskProducer:
         """The transaction outgrows the accumulator: aiokafka's sender takes over."""
         await self._call(private.start_sender(self._producer))
 
+    async def _room(self, topic: str, partition: int) -> None:
+        """Before a batch for ``topic``-``partition`` is queued: while the task sends,
+        a second batch for a partition would wait for the first forever. The first time
+        in a transaction, send what is queued from the task; after that, the background
+        sender takes over (it sends while the task converts: a transaction of many
+        batches is faster that way)."""
+        if not self._inline() or not private.queued_for(self._producer, topic, partition):
+            return
+        if self._inline_sends >= INLINE_SENDS:
+            await self._to_sender()
+            return
+        self._inline_sends += 1
+        await self._call(private.flush_transaction(self._producer, version2=self._version2))
+
     async def begin(self) -> None:
+        self._inline_sends = 0
         try:
             if private.begin(self._producer):
                 return
@@ -120,13 +144,8 @@ class AiokafkaTaskProducer:
         """Convert and queue every record and block of ``items`` (see the module
         docstring); raise :class:`SendFailed` if one cannot be queued (and whatever
         ``convert`` raises). With ``per_record``, blocks must have been expanded."""
-        before_full = None
-        if self._inline():
-            if private.queued(self._producer):  # a second batch for a partition would wait
-                await self._to_sender()
-            else:
-                before_full = self._to_sender
-        segment = _Segment(self._producer, self._partitioner, per_record, before_full)
+        room = self._room if self._inline() else None
+        segment = _Segment(self._producer, self._partitioner, per_record, room)
         nbytes = 0
         try:
             for item in items:
@@ -243,9 +262,9 @@ _NO_HEADERS: Headers = []
 """Shared by records without headers (aiokafka only reads them; its own default is one
 shared list too)."""
 
-BeforeFull = Callable[[], Awaitable[None]]
-"""Called once, before a segment queues a full batch or a record too large for a batch:
-another batch for that partition would then wait until the first is sent."""
+Room = Callable[[str, int], Awaitable[None]]
+"""Called before a segment queues a batch (or a record too large for one) for a topic and
+partition: another batch for that partition would wait until the first is sent."""
 
 
 class _OpenBatch:
@@ -285,10 +304,10 @@ class _Segment:
         producer: AIOKafkaProducer,
         partitioner: KeyPartitioner,
         per_record: bool,
-        before_full: BeforeFull | None = None,
+        room: Room | None = None,
     ) -> None:
         self.producer = producer
-        self.before_full = before_full
+        self.room = room
         self.partitioner = partitioner
         self.per_record = per_record
         self.sent = _SegmentSent()
@@ -419,12 +438,12 @@ class _Segment:
         batch = self.batches.get((topic, partition))
         if batch is None or batch.count:
             if batch is not None:
-                await self._before_full()
                 await self.queue(topic, partition, batch)
             batch = self.batches[topic, partition] = _OpenBatch(self.producer, self.per_record)
             if batch.add(item, timestamp, key, value, headers):
                 return
-        await self._before_full()
+        if self.room is not None:
+            await self.room(topic, partition)
         try:
             future = await self.producer.send(
                 topic, value, key=key, partition=partition, timestamp_ms=timestamp,
@@ -437,13 +456,10 @@ class _Segment:
             assert isinstance(item, SourceRecord)
             self.sent.records.append((item, _Position(future, 0)))
 
-    async def _before_full(self) -> None:
-        if self.before_full is not None:
-            await self.before_full()
-            self.before_full = None
-
     async def queue(self, topic: str, partition: int, batch: _OpenBatch) -> None:
         assert batch.first is not None
+        if self.room is not None:
+            await self.room(topic, partition)
         try:
             future = await self.producer.send_batch(batch.builder, topic, partition=partition)
         except Exception as exc:
