@@ -59,6 +59,7 @@ from eos.api import SourceRecord, SourceTask, SourceTaskContext
 from eos.errors import ConversionError, EosError, FencedError, TaskError, TransactionAbortable
 from eos.runtime.observer import AbortReason
 from eos.runtime.producers import SendFailed, Sent, TaskProducer
+from eos.runtime.producers import base as port
 from eos.runtime.producers.base import Outgoing, SegmentSent, count_records, where
 from eos.runtime.record_path import RecordPath
 from eos.runtime.task_deps import Action
@@ -313,7 +314,9 @@ class SourceTaskRunner(ABC):
             return self.fenced_error(error)
         if isinstance(error, TransactionAbortable):
             return error
-        return ConversionError(f"{where(record)} could not be sent: {error!r}")
+        size = self.deps.client_config.producer.get("batch.size", str(self.deps.batch_size))
+        hint = port.too_large_hint(error, size)
+        return ConversionError(f"{where(record)} could not be sent: {error!r}{hint}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
         """The send step: the record path (transforms, schemas, blocks), convert and

@@ -116,6 +116,9 @@ async def test_a_rejected_record_fails_the_commit_before_end_txn() -> None:
     await run(source, h.deps())
     trace = failed_trace(h)
     assert "source partition {'p': 0} at offset {'n': 4} could not be sent" in trace
+    # the fake broker refuses it as too large: the line says what to change
+    assert "set producer.override.batch.size below the topic's max.message.bytes" in trace
+    assert "(524288 bytes)" in trace
     calls = h.producer.calls
     second = calls[calls.index("end_txn commit") + 1 :]
     assert second[:4] == ["begin", "send 3", "send_offsets", "flush"]

@@ -35,6 +35,7 @@ every implementation needs of records: :func:`where` (how errors name a record),
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -74,6 +75,22 @@ class SegmentSent:
 
     records: list[tuple[SourceRecord, Sent]] = field(default_factory=list)
     nbytes: int = 0
+
+
+_TOO_LARGE = re.compile(r"TooLarge|TOO_LARGE")
+"""aiokafka's MessageSizeTooLargeError, librdkafka's MSG_SIZE_TOO_LARGE."""
+
+
+def too_large_hint(error: BaseException, batch_size: str) -> str:
+    """What to change when the broker refused a batch as too large (else empty): a batch
+    of many records grows up to the producer's ``batch.size``."""
+    if not _TOO_LARGE.search(f"{type(error).__name__} {error!r}"):
+        return ""
+    return (
+        f"; a batch grows up to the producer's batch.size ({batch_size} bytes): set "
+        "producer.override.batch.size below the topic's max.message.bytes (the broker's "
+        "message.max.bytes), or raise that if a single record is larger"
+    )
 
 
 class SendFailed(Exception):
