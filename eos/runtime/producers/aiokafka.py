@@ -87,7 +87,7 @@ class AiokafkaTaskProducer:
         self._version2 = False
         """Transaction version 2 (KIP-890): two requests per transaction, not three."""
         self._inline_sends = 0
-        """Queued batches the task sent before this transaction's commit."""
+        """Times the task sent this transaction's queued batches before its commit."""
 
     async def _call(self, step: Awaitable[T]) -> T:
         try:
