@@ -314,8 +314,7 @@ class SourceTaskRunner(ABC):
             return self.fenced_error(error)
         if isinstance(error, TransactionAbortable):
             return error
-        size = self.deps.client_config.producer.get("batch.size", str(self.deps.batch_size))
-        hint = port.too_large_hint(error, size)
+        hint = port.too_large_hint(error, self._producer_settings()["batch.size"])
         return ConversionError(f"{where(record)} could not be sent: {error!r}{hint}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
@@ -395,13 +394,15 @@ class SourceTaskRunner(ABC):
 
     # -------------------------------------------------------------- helpers
 
-    async def _start_producer(self, **fixed: Any) -> None:
-        config = self.deps.client_config
-        # Defaults for task producers (overridable with producer.override.*): a commit
-        # flushes anyway, so a short linger only fills batches, it adds no latency;
-        # large batches cost less CPU per record here and on the broker.
+    def _producer_settings(self) -> dict[str, str]:
+        """The task producer's settings: the defaults for task producers (a commit flushes
+        anyway, so a short linger only fills batches, it adds no latency; large batches
+        cost less CPU per record here and on the broker), then the user's."""
         defaults = {"linger.ms": "5", "batch.size": str(self.deps.batch_size)}
-        config = config.with_overrides(producer={**defaults, **config.producer})
+        return {**defaults, **self.deps.client_config.producer}
+
+    async def _start_producer(self, **fixed: Any) -> None:
+        config = self.deps.client_config.with_overrides(producer=self._producer_settings())
         producer = self.deps.make_producer(
             self.deps.producer_client, config, per_record=self._per_record, **fixed
         )
