@@ -2,6 +2,9 @@
 (the template loop's send step, :meth:`eos.runtime.source_task.SourceTaskRunner._send`,
 calls :meth:`RecordPath.prepare`, then hands the producer :attr:`RecordPath.convert`):
 
+0. **runs of records** sharing a topic and schemas folded into typed blocks
+   (:mod:`~eos.runtime.record_runs`), where the converters are schema-aware, no registry
+   is involved, every step is a bundled one and ``commit_record`` is not overridden;
 1. **transforms** (:class:`~eos.transforms.TransformChain`) on records, and on blocks
    column by column where the steps can (rows decoded by a
    :mod:`~eos.runtime.converters.decode` decoder where a step reads encoded values);
@@ -38,10 +41,12 @@ import anyio.to_thread
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
 from eos.errors import ConversionError, EosError, TransformError
 from eos.runtime.converters import Converter, encode_block
+from eos.runtime.converters.base import SchemaConverter
 from eos.runtime.converters.decode import decoder_for
 from eos.runtime.converters.serde import RegistryConverter, schema_of
 from eos.runtime.dead_letters import DeadLetters, Failure, Stage
 from eos.runtime.producers.base import Convert, Outgoing, Sent, count_records, where
+from eos.runtime.record_runs import Folded
 from eos.runtime.task_deps import TaskDeps, TaskSpec
 from eos.runtime.tolerance import ErrorHandler
 
@@ -93,7 +98,14 @@ class RecordPath:
             "KEY_CONVERTER": deps.converter_names[0],
             "VALUE_CONVERTER": deps.converter_names[1],
         }
-        self.active = self.chain is not None or bool(self._registry)
+        self.folding = (
+            not per_record and not self._registry
+            and isinstance(self.keys, SchemaConverter) and isinstance(self.values, SchemaConverter)
+            and (self.chain is None or self.chain.bundled)
+        )  # fmt: skip
+        """Whether runs of records go through as typed blocks (:mod:`~eos.runtime.record_runs`)."""
+        self._folded = Folded()
+        self.active = self.chain is not None or bool(self._registry) or self.folding
         """Whether every segment needs :meth:`prepare` (else only those with blocks)."""
         self.blocks = False
         """The last prepared segment had blocks (its records must be counted row by row)."""
@@ -160,10 +172,14 @@ class RecordPath:
         typed blocks encoded (the segment itself on the default path)."""
         self.dead, self.dropped, self._skipped = [], 0, 0
         self._pre, self._lost, self._rows = {}, [], {}
+        self._folded.clear()
         self.blocks = RecordBlock in set(map(type, segment))  # C loops: the default path's
         if not self.active and not self.blocks:
             return segment
         items: Sequence[Outgoing] = segment
+        if self.folding:
+            items = self._folded.fold(segment)
+            self.blocks = self.blocks or bool(self._folded.runs)
         if self.per_record and self.blocks:  # commit_record takes records: one per row
             items = self._expand(segment)
         staged = self._transform(items) if self.chain is not None else list(items)
@@ -231,15 +247,34 @@ class RecordPath:
 
     def _transform_block(self, block: RecordBlock) -> list[Outgoing]:
         assert self.chain is not None
+        records = self._folded.pop(block)
         try:
             result = self.chain.apply_block(block, self.decoder)
         except TransformError:
+            if records is not None:
+                return self._unfold(records)
             return self._rows_through_chain(block)
         if result is None:
             self.dropped += len(block)
             return []
+        if records is not None:
+            if not isinstance(result, RecordBlock):  # a step needs rows: records from now on
+                self.folding = False
+                return self._unfold(records)
+            self._folded.keep(result, records)
         self.dropped += len(block) - len(result)
         return [result] if isinstance(result, RecordBlock) else list(result)
+
+    def _unfold(self, records: list[SourceRecord], counted: int = 0) -> list[Outgoing]:
+        """A folded run as its records again, through the chain (whose block had dropped
+        ``counted`` of them): each is then named, skipped or dead-lettered alone, as if it
+        had never been folded."""
+        if self.chain is None:
+            return list(records)
+        out: list[Outgoing] = []
+        self.dropped -= counted  # counted again, record by record
+        self._transform_records(records, out)
+        return out
 
     def _rows_through_chain(self, block: RecordBlock) -> list[Outgoing]:
         """The chain row by row, where it failed on a block: names the failing row (and
@@ -323,13 +358,17 @@ class RecordPath:
                 out.append(item)
                 continue
             if not item.encoded:
+                records = self._folded.pop(item)
                 if item.topics is not None and self._registry:  # a subject per row's topic
                     out += self._expand([item])
                     continue
                 try:
                     item = encode_block(item, self.keys, self.values)
-                except Exception:
-                    out += self._expand([item])  # the convert step names the failing row
+                except Exception:  # the convert step names the failing row
+                    if records is None:
+                        out += self._expand([item])
+                    else:
+                        out += self._unfold(records, len(records) - len(item))
                     continue
             for topic in {item.topic} if item.topics is None else set(item.topics):
                 self.check_topic(topic)

@@ -86,6 +86,8 @@ class TransformChain:
         """Whether some step reads record keys or values (it cannot run on encoded rows)."""
         batch = [_batch_step(s) for s in self._stages]
         self._batch = None if None in batch else cast(list[_Rows], batch)
+        self.bundled = self._batch is not None
+        """Whether every step and predicate is a bundled one (none is a user's)."""
 
     @classmethod
     def from_config(cls, props: Mapping[str, str]) -> TransformChain:
