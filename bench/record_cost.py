@@ -14,8 +14,11 @@ every round is printed and the summary takes the median of the rounds of each st
   offsets   the send step's offsets batch for the poll
 
 ``--records``: the per-record path instead, with LineRecordSource's task
-(bench/line_records.py: FileSource handing over a SourceRecord per line, the typical
-connector path of bench/peers.py's ``eos-file-records-*`` rows), each stage apart:
+(bench/line_records.py: FileSource handing over a SourceRecord per line), each stage
+apart. This is the path of records the runtime does not fold into blocks
+(eos/runtime/record_runs.py: records with headers, schemas built per record, a task that
+overrides ``commit_record``, a schema registry); bench/peers.py's ``eos-file-records-*``
+rows, whose records fold, run the block stages above instead:
 
   poll      LineRecordTask.poll: the lines read, decoded, a SourceRecord per line
   convert   the record path's convert step (RecordPath.convert: the key and value
