@@ -81,17 +81,18 @@ class Folded:
             out += run
             return
         first = run[0]
-        stamps: list[int | None] | None = [r.timestamp for r in run]
-        if stamps is not None and stamps.count(None) == len(stamps):
-            stamps = None
-        elif stamps is not None and not all(s is None or type(s) is int for s in stamps):
-            out += run  # the producer names the record whose timestamp is wrong
-            return
+        stamps = [r.timestamp for r in run]
+        column: list[int | None] | None = None  # no timestamp at all: no column
+        if stamps.count(None) != len(stamps):
+            if not all(s is None or type(s) is int for s in stamps):
+                out += run  # the producer names the record whose timestamp is wrong
+                return
+            column = stamps
         block = RecordBlock(
             first.source_partition, run[-1].source_offset, first.topic,
             [r.value for r in run],
             None if first.key_schema is None else [r.key for r in run],
-            stamps,
+            column,
             key_schema=first.key_schema, value_schema=first.value_schema, encoded=False,
         )  # fmt: skip
         self.runs[id(block)] = run

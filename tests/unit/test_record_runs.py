@@ -200,3 +200,46 @@ async def test_a_connector_that_takes_commit_record_gets_its_records_unfolded() 
         await runner.run()
     assert got == batch
     assert h.producer.calls.count("send 40") == 1
+
+
+def test_a_run_folds_with_its_timestamps_and_keys_and_breaks_where_a_record_differs() -> None:
+    stamped = [line(n, timestamp=1_700_000_000_000 + n) for n in range(20)]
+    keyed = [row(n) for n in range(20, 40)]
+    short = [line(n) for n in range(40, 40 + record_runs.FOLD_MIN - 1)]
+    folded = record_runs.Folded()
+    out = folded.fold([*stamped, *keyed, *short])
+    first, second, *rest = out
+    assert isinstance(first, RecordBlock)
+    assert isinstance(second, RecordBlock)
+    assert first.timestamps == [r.timestamp for r in stamped]
+    assert first.keys is None
+    assert first.values == [r.value for r in stamped]
+    assert not first.encoded
+    assert first.source_offset == {"n": 19}
+    assert first.value_schema is STRING_SCHEMA
+    assert second.timestamps is None
+    assert second.keys == [r.key for r in keyed]
+    assert second.key_schema is INT32_SCHEMA
+    assert second.value_schema is ROW
+    assert rest == short  # too few to fold
+    assert folded.pop(first) == stamped
+    assert folded.pop(second) == keyed
+
+
+def test_records_a_block_could_not_carry_as_they_are_stay_records() -> None:
+    odd = line(5, timestamp=1.5)  # not an int: the producer names this record
+    built_anew = SourceRecord(PARTITION, {"n": 0}, TOPIC, "x",
+                              value_schema=SchemaBuilder.string().build())  # fmt: skip
+    schemaless_key = SourceRecord(PARTITION, {"n": 0}, TOPIC, "x", "k",
+                                  value_schema=STRING_SCHEMA)  # fmt: skip
+    for odd_one in (odd, built_anew, schemaless_key):
+        batch = [line(n) for n in range(40)]
+        batch[5] = odd_one
+        out = record_runs.Folded().fold(batch)
+        if odd_one is odd:
+            assert out == batch  # the whole run stays records
+        else:  # the odd record splits the run: the 5 records before it are too few
+            assert out[:6] == batch[:6]
+            assert len(out) == 7
+            assert isinstance(out[6], RecordBlock)
+            assert len(out[6]) == 34
