@@ -337,6 +337,26 @@ class LibrdkafkaTaskProducer:
                 await self._room()
                 produce(topic, value, key, -1, report)
 
+    async def _keyless_rows(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        report: Callable[[KafkaError | None, Any], None],
+        sticky: dict[str, int],
+    ) -> None:
+        """The commonest block (FileSource's lines, records folded into a block): one
+        topic, no keys, timestamps or headers; every row to the send's sticky partition
+        of the topic, as keyless records go (the positional call)."""
+        chosen = sticky.get(topic)
+        partition = await self._sticky(sticky, topic) if chosen is None else chosen
+        produce: Callable[..., None] = self._producer.produce
+        for value in values:
+            try:
+                produce(topic, value, None, partition, report)
+            except BufferError:
+                await self._room()
+                produce(topic, value, None, partition, report)
+
     async def _block(self, block: RecordBlock, sticky: dict[str, int]) -> int:
         """Produce every row of ``block``; the bytes of its keys and values."""
         _check_columns(block)
@@ -346,6 +366,8 @@ class LibrdkafkaTaskProducer:
         try:
             if plain and block.topics is None and keys is not None and None not in keys:
                 await self._keyed_rows(block.topic, keys, block.values, report)
+            elif plain and block.topics is None and keys is None:
+                await self._keyless_rows(block.topic, block.values, report, sticky)
             else:
                 await self._rows(block, report, sticky)
         except TypeError as exc:
