@@ -245,6 +245,33 @@ class Source:
         return Task
 
 
+class Batches:
+    """A connector whose task polls the given batches once each, in order, then calls
+    ``stop`` (set it to the runner's ``request_stop``)."""
+
+    def __init__(self, *batches: Sequence[Any]) -> None:
+        self.batches = list(batches)
+        self.stop: Any = lambda: None
+
+    def task_class(self) -> type[SourceTask]:
+        source = self
+
+        class Task(SourceTask):
+            async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+                pass
+
+            async def poll(self) -> Sequence[Any] | None:
+                if not source.batches:
+                    source.stop()
+                    return None
+                return source.batches.pop(0)
+
+            async def stop(self) -> None:
+                pass
+
+        return Task
+
+
 class Observer(NullTaskObserver):
     def __init__(self) -> None:
         self.committed: list[int] = []

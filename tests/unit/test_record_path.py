@@ -7,12 +7,11 @@ that is down (retried within errors.retry.timeout, waited for at start-up)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 
-from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext, Transformation
+from eos.api import RecordBlock, SourceRecord, SourceTask, Transformation
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, Schema
 from eos.config.error_handling import ErrorHandling
 from eos.errors import SchemaRegistryUnavailable
@@ -23,7 +22,7 @@ from eos.runtime.exactly_once_task import ExactlyOnceTask
 from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
-from tests.unit.task_fakes import PARTITION, TOPIC, Harness, Source
+from tests.unit.task_fakes import PARTITION, TOPIC, Batches, Harness, Source
 
 SPEC = TaskSpec("c", 0, 1, {})
 DLQ = "dead"
@@ -165,32 +164,6 @@ async def test_a_value_that_does_not_fit_its_schema_is_skipped_or_fails_the_task
     assert "offset {'n': 1} could not be converted: Invalid type for STRING: int" in trace(strict)
 
 
-class Blocks:
-    """A task that polls the given batches once each."""
-
-    def __init__(self, *batches: Sequence[Any]) -> None:
-        self.batches = list(batches)
-        self.stop: Any = lambda: None
-
-    def task_class(self) -> type[SourceTask]:
-        source = self
-
-        class Task(SourceTask):
-            async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
-                pass
-
-            async def poll(self) -> Sequence[Any] | None:
-                if not source.batches:
-                    source.stop()
-                    return None
-                return source.batches.pop(0)
-
-            async def stop(self) -> None:
-                pass
-
-        return Task
-
-
 def typed_block(values: list[Any], offset: int) -> RecordBlock:
     return RecordBlock(PARTITION, {"n": offset}, TOPIC, values, value_schema=INT32_SCHEMA,
                        encoded=False)  # fmt: skip
@@ -202,7 +175,7 @@ async def test_typed_blocks_are_encoded_and_transformed_by_columns_before_the_pr
         "transforms": "h", "transforms.h.type": "InsertHeader",
         "transforms.h.header": "src", "transforms.h.value.literal": "files",
     })  # fmt: skip
-    await run(Blocks([typed_block([1, 2, 3], 2)]), h.deps(transforms=header))
+    await run(Batches([typed_block([1, 2, 3], 2)]), h.deps(transforms=header))
     assert [(w.value, w.headers) for w in h.broker.written] == [
         (b"1", [("src", b"files")]), (b"2", [("src", b"files")]), (b"3", [("src", b"files")])
     ]  # fmt: skip
@@ -211,14 +184,14 @@ async def test_typed_blocks_are_encoded_and_transformed_by_columns_before_the_pr
 
 async def test_a_bad_row_of_a_typed_block_is_named_or_dead_lettered_alone() -> None:
     strict = Harness()
-    await run(Blocks([typed_block([1, "x", 3], 2)]), strict.deps())
+    await run(Batches([typed_block([1, "x", 3], 2)]), strict.deps())
     assert trace(strict).startswith(
         "row 1 of the record block for topic 'out' from source partition {'p': 0} at offset "
         "{'n': 2} could not be converted: Invalid type for INT32: str"
     ), trace(strict)
     h = Harness()
     settings = errors(tolerance="all", deadletterqueue_topic_name=DLQ)
-    await run(Blocks([typed_block([1, "x", 3], 2)]), h.deps(errors=settings))
+    await run(Batches([typed_block([1, "x", 3], 2)]), h.deps(errors=settings))
     assert [(w.topic, w.value) for w in h.broker.written] == [
         (TOPIC, b"1"), (TOPIC, b"3"), (DLQ, b'"x"')  # "x" does not fit: plain JSON
     ]  # fmt: skip

@@ -6,13 +6,13 @@ Connect's transforms; and the runs do go through as blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import pytest
 
-from eos.api import RecordBlock, SourceRecord, SourceTask, SourceTaskContext
+from eos.api import RecordBlock, SourceRecord, SourceTask
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, SchemaBuilder, Struct
 from eos.config.error_handling import ErrorHandling
 from eos.runtime import record_runs
@@ -20,7 +20,7 @@ from eos.runtime.exactly_once_task import ExactlyOnceTask
 from eos.runtime.task_deps import TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
-from tests.unit.task_fakes import PARTITION, TOPIC, Harness
+from tests.unit.task_fakes import PARTITION, TOPIC, Batches, Harness
 
 SMT = "org.apache.kafka.connect.transforms."
 DLQ = "dead"
@@ -53,35 +53,9 @@ def polls() -> list[list[SourceRecord]]:
     return [first, second, third]
 
 
-class Polls:
-    """A connector handing over ``polls`` one after another, then stopping the runner."""
-
-    def __init__(self, batches: list[list[SourceRecord]]) -> None:
-        self.batches = batches
-        self.stop: Any = None
-
-    def task_class(self) -> type[SourceTask]:
-        source = self
-
-        class Task(SourceTask):
-            async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
-                self.left = list(source.batches)
-
-            async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
-                if not self.left:
-                    source.stop()
-                    return None
-                return self.left.pop(0)
-
-            async def stop(self) -> None:
-                pass
-
-        return Task
-
-
 async def run(batches: list[list[SourceRecord]], **deps: Any) -> Harness:
     h = Harness()
-    source = Polls(batches)
+    source = Batches(*batches)
     runner = ExactlyOnceTask(TaskSpec("c", 0, 1, {}), h.deps(**deps), source.task_class()())
     source.stop = runner.request_stop
     with anyio.fail_after(5):
@@ -181,7 +155,7 @@ async def test_a_step_that_fails_on_one_record_of_a_run_names_that_record() -> N
 async def test_a_connector_that_takes_commit_record_gets_its_records_unfolded() -> None:
     got: list[SourceRecord] = []
 
-    class Committing(Polls):
+    class Committing(Batches):
         def task_class(self) -> type[SourceTask]:
             base = super().task_class()
 
@@ -193,7 +167,7 @@ async def test_a_connector_that_takes_commit_record_gets_its_records_unfolded() 
 
     h = Harness()
     batch = [line(n) for n in range(40)]
-    source = Committing([batch])
+    source = Committing(batch)
     runner = ExactlyOnceTask(TaskSpec("c", 0, 1, {}), h.deps(), source.task_class()())
     source.stop = runner.request_stop
     with anyio.fail_after(5):
