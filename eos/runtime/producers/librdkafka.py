@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 import anyio
@@ -320,42 +321,25 @@ class LibrdkafkaTaskProducer:
             await self._room()
             produce(item.topic, value, key, partition, report, timestamp=stamp, headers=headers)
 
-    async def _keyed_rows(
+    async def _plain_rows(
         self,
         topic: str,
-        keys: Sequence[bytes | None],
+        keys: Iterable[bytes | None],
         values: Sequence[bytes | None],
+        partition: int,
         report: Callable[[KafkaError | None, Any], None],
     ) -> None:
-        """The common block: one topic, every row keyed, no timestamps or headers (the
-        positional call, librdkafka partitions by key)."""
+        """The common blocks: one topic, no timestamps or headers (the positional call).
+        Every row keyed (``partition`` -1: librdkafka partitions by key), or none (the
+        send's sticky partition of the topic, as keyless records go: FileSource's lines,
+        records folded into a block)."""
         produce: Callable[..., None] = self._producer.produce
-        for key, value in zip(keys, values, strict=True):
+        for key, value in zip(keys, values):  # noqa: B905 (keys may be repeat(None))
             try:
-                produce(topic, value, key, -1, report)
+                produce(topic, value, key, partition, report)
             except BufferError:
                 await self._room()
-                produce(topic, value, key, -1, report)
-
-    async def _keyless_rows(
-        self,
-        topic: str,
-        values: Sequence[bytes | None],
-        report: Callable[[KafkaError | None, Any], None],
-        sticky: dict[str, int],
-    ) -> None:
-        """The commonest block (FileSource's lines, records folded into a block): one
-        topic, no keys, timestamps or headers; every row to the send's sticky partition
-        of the topic, as keyless records go (the positional call)."""
-        chosen = sticky.get(topic)
-        partition = await self._sticky(sticky, topic) if chosen is None else chosen
-        produce: Callable[..., None] = self._producer.produce
-        for value in values:
-            try:
-                produce(topic, value, None, partition, report)
-            except BufferError:
-                await self._room()
-                produce(topic, value, None, partition, report)
+                produce(topic, value, key, partition, report)
 
     async def _block(self, block: RecordBlock, sticky: dict[str, int]) -> int:
         """Produce every row of ``block``; the bytes of its keys and values."""
@@ -365,9 +349,11 @@ class LibrdkafkaTaskProducer:
         keys = block.keys
         try:
             if plain and block.topics is None and keys is not None and None not in keys:
-                await self._keyed_rows(block.topic, keys, block.values, report)
+                await self._plain_rows(block.topic, keys, block.values, -1, report)
             elif plain and block.topics is None and keys is None:
-                await self._keyless_rows(block.topic, block.values, report, sticky)
+                chosen = sticky.get(block.topic)
+                partition = await self._sticky(sticky, block.topic) if chosen is None else chosen
+                await self._plain_rows(block.topic, repeat(None), block.values, partition, report)
             else:
                 await self._rows(block, report, sticky)
         except TypeError as exc:
