@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from eos.config.worker import WorkerConfig
 from eos.runtime.worker import Worker
@@ -44,6 +45,11 @@ def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return props
+
+
+QUICK_REJOIN = {"session.timeout.ms": "4000", "heartbeat.interval.ms": "500"}
+"""For a worker SIGKILLed and started again and again: it joins once its killed
+predecessor's membership expired, so a short session keeps each rejoin to a few seconds."""
 
 
 def connector_config(connector: str, name: str, topic: str, **settings: object) -> dict[str, str]:
@@ -144,19 +150,42 @@ class WorkerProcess:
         out.close()
 
     def wait_running(self, name: str, tasks: int, timeout: float = 90) -> None:
+        """Until ``tasks`` tasks of ``name`` run in this process and the REST status says
+        RUNNING for each.
+
+        The status alone would not do: it comes from the status topic, where a SIGKILLed
+        predecessor's RUNNING stays until this process's tasks write theirs, so a restarted
+        worker looks running before it has even joined the group. The worker's own
+        metrics (``eos_task_state``) say what runs here."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc is not None
             assert self.proc.poll() is None, f"worker exited\n{self.tail()}"
             try:
-                body = httpx.get(f"{self.rest_url}/connectors/{name}/status", timeout=5).json()
-                states = [t["state"] for t in body.get("tasks", [])]
-                if len(states) == tasks and all(s == "RUNNING" for s in states):
+                if self.running_here(name) == tasks and self._all_running(name, tasks):
                     return
             except (httpx.HTTPError, ValueError):
                 pass
             time.sleep(0.1)
         raise AssertionError(f"tasks of {name} not RUNNING within {timeout}s\n{self.tail()}")
+
+    def running_here(self, name: str) -> int:
+        """How many tasks of ``name`` this process runs (its ``/metrics``)."""
+        text = httpx.get(f"{self.rest_url}/metrics", timeout=5).text
+        return sum(
+            1
+            for family in text_string_to_metric_families(text)
+            if family.name == "eos_task_state"
+            for sample in family.samples
+            if sample.labels.get("connector") == name
+            and sample.labels.get("state") == "RUNNING"
+            and sample.value == 1
+        )
+
+    def _all_running(self, name: str, tasks: int) -> bool:
+        body = httpx.get(f"{self.rest_url}/connectors/{name}/status", timeout=5).json()
+        states = [t["state"] for t in body.get("tasks", [])]
+        return len(states) == tasks and all(s == "RUNNING" for s in states)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from services.connectors.verifiable import aborted_records
-from tests.integration.worker_harness import REPO, WorkerProcess, worker_props
+from tests.integration.worker_harness import QUICK_REJOIN, REPO, WorkerProcess, worker_props
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(900)]
 
@@ -82,7 +82,7 @@ def test_sigkill_loses_and_duplicates_nothing(
 
     rng = random.Random(f"{boundary}-{group}")
     kills = KILLS if producer_client == "aiokafka" else KILLS_SECOND_PRODUCER
-    props = worker_props(bootstrap, group, producer_client=producer_client)
+    props = {**worker_props(bootstrap, group, producer_client=producer_client), **QUICK_REJOIN}
     worker = WorkerProcess(tmp_path, props, [connector])
     try:
         for _ in range(kills):
@@ -101,3 +101,5 @@ def test_sigkill_loses_and_duplicates_nothing(
     assert summary.groups() == (str(expect), "8", "0", "0"), f"{output}\n{worker.tail()}"
     assert code == 0, output
     assert worker.starts == kills + 1
+    # Every kill met running tasks: each start joined the group before it was killed.
+    assert worker.log.read_text().count("joined group cause=start") == kills + 1
