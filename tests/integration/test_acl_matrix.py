@@ -35,6 +35,10 @@ from tests.integration.worker_harness import worker_props
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 RECORDS = 400
+THROUGHPUT = 100
+"""Records a second: the first run (all ACLs, stopped once a quarter is committed) must
+leave records to write, or a task case's restarted task never touches the topic it lost
+(at 400 a second a loaded machine finished all 400 before the stop took effect)."""
 PARALLEL = 4
 """Cases at once: each runs a worker in this process (more starve one another on a loaded
 2-core machine: a case then waits out its 120 s bounds)."""
@@ -99,8 +103,8 @@ async def run_case(secured: Secured, case: Case, logs: list[Any]) -> None:
     out = await secured.topic(f"{g}-out")
     connector = {
         "name": "vs", "connector.class": "VerifiableSource", "tasks.max": "1", "topic": out,
-        "partitions.per.task": "1", "records.per.partition": str(RECORDS), "throughput": "400",
-        "offsets.storage.topic": f"{g}-own",
+        "partitions.per.task": "1", "records.per.partition": str(RECORDS),
+        "throughput": str(THROUGHPUT), "offsets.storage.topic": f"{g}-own",
     }  # fmt: skip
     if case.own_principal:
         login = secured.client_properties(await secured.user("c"))
@@ -116,11 +120,13 @@ async def run_case(secured: Secured, case: Case, logs: list[Any]) -> None:
         await secured.grant(acls)
         async with running(settings, connector):
             await committed(secured, out, RECORDS // 4)
+        done = (await verify(secured.admin, out, None, 5, {})).records
+        assert done < RECORDS, f"{case.id}: the first run wrote all {RECORDS}: nothing left"
         await secured.revoke(dropped)
     if case.where == LEADER:
         async with running(settings, connector) as http:
             await logged(logs, dropped)
-            changed = {**connector, "throughput": "401"}
+            changed = {**connector, "throughput": str(THROUGHPUT + 1)}
             response = await http.put("/connectors/vs/config", json=changed)
             assert response.status_code == 403, response.text
             check(response.json()["message"], dropped)
