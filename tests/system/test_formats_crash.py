@@ -43,7 +43,7 @@ from services.dev_registry import RegistryState
 from tests.conftest import TopicFactory
 from tests.integration.registry_readers import protobuf_class, read_avro, read_json, schema_id
 from tests.integration.test_spark_worker import SPARK
-from tests.integration.worker_harness import WorkerProcess, worker_props
+from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 
 pytestmark = [pytest.mark.system, pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -335,7 +335,7 @@ async def test_formats_evolution_and_dead_letters_exactly_once_through_sigkills(
     dead = await topic_factory()
     dirs = {name: tmp_path / name for name in names}
     url = dev_registry.url
-    props = {**worker_props(bootstrap, unique_name("g")), **SPARK}
+    props = {**worker_props(bootstrap, unique_name("g")), **QUICK_REJOIN, **SPARK}
     worker = WorkerProcess(tmp_path, props, connectors(dirs, topics, url, dead))
     rng = random.Random(f"formats-{dead}")
     try:

@@ -21,7 +21,7 @@ import pytest
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from tests.integration.jdbc_helpers import committed, end_offsets
-from tests.integration.worker_harness import WorkerProcess, worker_props
+from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(600)]
@@ -89,7 +89,7 @@ def test_inserts_and_updates_exactly_once_through_sigkills(
         conn.execute("CREATE INDEX orders_cursor ON orders (updated_at, id)")
     topic = unique_name("orders")
     anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=2))
-    props = {**worker_props(bootstrap, unique_name("g")), **SPARK}
+    props = {**worker_props(bootstrap, unique_name("g")), **QUICK_REJOIN, **SPARK}
     connector = {
         "name": "db",
         "connector.class": "SparkSource",

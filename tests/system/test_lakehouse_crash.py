@@ -28,7 +28,7 @@ from eos.kafka.log import TopicReader
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import session_of, spark_resources
 from tests.integration.test_spark_worker import SPARK
-from tests.integration.worker_harness import WorkerProcess, worker_props
+from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 
 pytestmark = [pytest.mark.system, pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -175,6 +175,7 @@ async def test_changes_exactly_once_across_sigkills(
     topic = await topic_factory()
     props = {
         **worker_props(bootstrap, unique_name("g")),
+        **QUICK_REJOIN,
         **SPARK,
         "spark.lakehouse": "delta,iceberg",
         "spark.lakehouse.iceberg.warehouse": warehouse,

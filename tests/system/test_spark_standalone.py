@@ -22,7 +22,7 @@ from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.connectors.spark import generate_sample_dataset
 from tests.integration.jdbc_helpers import committed, end_offsets
-from tests.integration.worker_harness import WorkerProcess, worker_props
+from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
 from tests.spark_cluster import CLUSTER_DRIVER, SparkCluster, spark_cluster
 
@@ -68,6 +68,7 @@ def test_files_and_a_database_through_a_standalone_cluster_survive_kills(
     generate_sample_dataset(data, FILE_ROWS, files=2)
     props = {
         **worker_props(bootstrap, unique_name("g")),
+        **QUICK_REJOIN,
         **CLUSTER_DRIVER,
         "spark.master": spark_cluster.master,
         "spark.jdbc.drivers": "postgresql",
