@@ -18,6 +18,7 @@ from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.dev_kafka import ClusterState, DevKafka
 from services.dev_registry import DevRegistry, RegistryState
+from tests import prebuild
 from tests.integration.secured import Secured, start_secured
 
 REPO = Path(__file__).resolve().parent.parent
@@ -191,3 +192,17 @@ PRODUCER_CLIENTS = ("aiokafka", "librdkafka")
 def producer_client(request: pytest.FixtureRequest) -> str:
     """Each task-producer client in turn (``producer.client``): exactly-once tests run on both."""
     return str(request.param)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    prebuild.last(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not session.config.option.collectonly:
+        prebuild.start(session.items, REPO / ".cache" / "prebuild")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    prebuild.stop()

@@ -17,6 +17,7 @@ finds it there.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -48,9 +49,19 @@ class HelmError(RuntimeError):
 
 
 def ensure_helm() -> Path:
-    """The helm binary, built with ``go install`` if it is not in the cache yet."""
+    """The helm binary, built with ``go install`` if it is not in the cache yet (one build
+    at a time: a second caller waits for the first and finds its binary)."""
     if HELM.exists():
         return HELM
+    HELM.parent.mkdir(parents=True, exist_ok=True)
+    with (HELM.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not HELM.exists():
+            _build_helm()
+    return HELM
+
+
+def _build_helm() -> None:
     go = shutil.which("go")
     if go is None:
         raise HelmError(f"helm {HELM_VERSION} is built with Go, which is missing: install Go")
@@ -62,7 +73,7 @@ def ensure_helm() -> Path:
         "GOPATH": str(gocache / "path"),
         "GOMODCACHE": str(gocache / "mod"),
         "GOCACHE": str(gocache / "build"),
-        "GOBIN": str(HELM.parent),
+        "GOBIN": str(HELM.parent / "bin"),
         "GOFLAGS": "-trimpath",
         "CGO_ENABLED": "0",
     }
@@ -70,10 +81,11 @@ def ensure_helm() -> Path:
         [go, "install", f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"],
         env=env, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
-    if done.returncode != 0 or not HELM.exists():
+    built = HELM.parent / "bin" / "helm"
+    if done.returncode != 0 or not built.exists():
         raise HelmError(f"go install helm failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    built.replace(HELM)  # whole or not at all: a reader never finds half a binary
     print(f"[helm] built in {time.monotonic() - started:.0f} s: {HELM}", file=sys.stderr)
-    return HELM
 
 
 def helm(*args: str | Path) -> str:

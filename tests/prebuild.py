@@ -1,0 +1,89 @@
+"""The session's slow builds, started in the background as soon as the tests are collected.
+
+helm (``go install``, about 4 minutes on 2 cores) and the worker's container image (a
+Debian base with mmdebstrap, then the worker's layers: about 3 minutes) are built once and
+cached in ``.cache/``; on a fresh checkout (CI) the tests that need them would wait for
+both builds in turn. When such tests are selected, :func:`start` builds them in processes
+of their own at the lowest CPU and I/O priority, so they take what the other tests leave
+idle (those mostly wait on brokers, workers and JVMs), and :func:`last` moves the tests
+that need them to the end of the run. The fixtures call the same builders, which take a
+lock: they wait for a build still under way and then find its result in the cache, or
+build themselves (and report the failure) if the background build failed.
+
+The container tools are installed from Debian before the image build goes to the
+background, in the foreground, so that no two ``apt-get`` runs overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import REPO, load_script
+
+IMAGE_TAG = "localhost/eos:latest"
+HELM_TESTS = "test_kubernetes.py"
+IMAGE_FIXTURE = "eos_image"
+
+_jobs: list[subprocess.Popen[bytes]] = []
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    needs = set()
+    if item.path.name == HELM_TESTS:
+        needs.add("helm")
+    if IMAGE_FIXTURE in getattr(item, "fixturenames", ()):
+        needs.add("image")
+    return needs
+
+
+def last(items: list[pytest.Item]) -> None:
+    """Move the tests that need a build to the end (in their order), so the builds have
+    the whole run to finish in."""
+    items.sort(key=lambda item: bool(_needs(item)))  # stable: the order stays otherwise
+
+
+def start(items: Sequence[pytest.Item], log_dir: Path) -> None:
+    """Start the builds the selected ``items`` need and the cache does not hold yet."""
+    needs = set().union(*map(_needs, items)) if items else set()
+    if "helm" in needs and not load_script("deploy/kubernetes/build_manifests.py").HELM.exists():
+        _spawn("helm", "import runpy; runpy.run_path('deploy/kubernetes/build_manifests.py',"
+               " run_name='prebuild')['ensure_helm']()", log_dir)  # fmt: skip
+    if "image" in needs:
+        builder = load_script("deploy/image/build_image.py")
+        builder.ensure_tools()
+        _spawn("image", f"import runpy; runpy.run_path('deploy/image/build_image.py',"
+               f" run_name='prebuild')['build']({IMAGE_TAG!r})", log_dir)  # fmt: skip
+
+
+def _spawn(name: str, code: str, log_dir: Path) -> None:
+    idle = ["nice", "-n", "19", *(["ionice", "-c", "3"] if shutil.which("ionice") else [])]
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with (log_dir / f"prebuild-{name}.log").open("wb") as out:
+        job = subprocess.Popen(
+            [*idle, sys.executable, "-c", code],
+            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+    _jobs.append(job)
+
+
+def stop() -> None:
+    """End builds still running (a run stopped early, or the tests deselected)."""
+    for job in _jobs:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGTERM)
+            try:
+                job.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+    _jobs.clear()
