@@ -120,8 +120,9 @@ async def run_case(secured: Secured, case: Case, logs: list[Any]) -> None:
         await secured.grant(acls)
         async with running(settings, connector):
             await committed(secured, out, RECORDS // 4)
-        done = (await verify(secured.admin, out, None, 5, {})).records
-        assert done < RECORDS, f"{case.id}: the first run wrote all {RECORDS}: nothing left"
+        if case.where == TASK:  # the task must have records left to meet the missing ACL
+            done = (await verify(secured.admin, out, None, 5, {})).records
+            assert done < RECORDS, f"{case.id}: the first run wrote all {RECORDS}"
         await secured.revoke(dropped)
     if case.where == LEADER:
         async with running(settings, connector) as http:
