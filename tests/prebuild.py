@@ -10,6 +10,10 @@ that need them to the end of the run. The fixtures call the same builders, which
 lock: they wait for a build still under way and then find its result in the cache, or
 build themselves (and report the failure) if the background build failed.
 
+Spark's class-data-sharing archive (:mod:`tests.spark_cds`, about a minute) is built the
+same way when tests that start Spark are selected; those are not moved, since a JVM that
+starts before the archive is there starts as it would without it.
+
 The container tools are installed from Debian before the image build goes to the
 background, in the foreground, so that no two ``apt-get`` runs overlap.
 """
@@ -26,11 +30,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import spark_cds
 from tests.scripts import REPO, load_script
 
 IMAGE_TAG = "localhost/eos:latest"
 HELM_TESTS = "test_kubernetes.py"
 IMAGE_FIXTURE = "eos_image"
+SPARK_GLOBALS = ("SPARK", "SPARK_SETTINGS", "spark_resources")
+"""A test module with one of these starts Spark (a worker's or its own session)."""
 
 _jobs: list[subprocess.Popen[bytes]] = []
 
@@ -41,13 +48,16 @@ def _needs(item: pytest.Item) -> set[str]:
         needs.add("helm")
     if IMAGE_FIXTURE in getattr(item, "fixturenames", ()):
         needs.add("image")
+    module = getattr(item, "module", None)
+    if any(hasattr(module, name) for name in SPARK_GLOBALS):
+        needs.add("spark-cds")
     return needs
 
 
 def last(items: list[pytest.Item]) -> None:
     """Move the tests that need a build to the end (in their order), so the builds have
     the whole run to finish in."""
-    items.sort(key=lambda item: bool(_needs(item)))  # stable: the order stays otherwise
+    items.sort(key=lambda item: bool(_needs(item) - {"spark-cds"}))  # stable otherwise
 
 
 def start(items: Sequence[pytest.Item], log_dir: Path) -> None:
@@ -61,6 +71,8 @@ def start(items: Sequence[pytest.Item], log_dir: Path) -> None:
         builder.ensure_tools()
         _spawn("image", f"import runpy; runpy.run_path('deploy/image/build_image.py',"
                f" run_name='prebuild')['build']({IMAGE_TAG!r})", log_dir)  # fmt: skip
+    if "spark-cds" in needs and not spark_cds.ARCHIVE.exists():
+        _spawn("spark-cds", "from tests import spark_cds; spark_cds.build()", log_dir)
 
 
 def _spawn(name: str, code: str, log_dir: Path) -> None:

@@ -29,6 +29,7 @@ from eos.runtime.producers import ProducerClient, TaskProducer, make_task_produc
 from eos.runtime.producers.base import expand_blocks
 from eos.runtime.resources import SharedResources
 from services.connectors.spark.task import SparkSourceTask
+from tests import spark_cds
 
 T = TypeVar("T")
 pytestmark = pytest.mark.integration
@@ -41,6 +42,7 @@ SPARK_SETTINGS = {
     "spark.driver.memory": "1g",
     "spark.lakehouse": "delta,iceberg",
     "spark.jdbc.drivers": "postgresql,mariadb",
+    "spark.driver.extraJavaOptions": spark_cds.JAVA_OPTIONS,
 }
 
 
@@ -51,6 +53,15 @@ class LocalResources(SharedResources):
     def __init__(self, settings: Mapping[str, str], threads: int = 4) -> None:
         super().__init__(settings, threads)
         self.blocking_calls = 0
+
+    def shared(self, key: str, factory: Callable[[], T], close: Callable[[T], None]) -> T:
+        obj = super().shared(key, factory, close)
+        if self is _resources:
+            # atexit runs the last registered first: close the session before the exit
+            # handler its factory registered stops the JVM (not after, on a dead gateway)
+            atexit.unregister(self.close)
+            atexit.register(self.close)
+        return obj
 
     async def run_blocking(self, func: Callable[..., T], *args: Any) -> T:
         self.blocking_calls += 1

@@ -18,6 +18,7 @@ import pytest
 from eos.kafka import ClientConfig, read_to_end
 from eos.kafka.log import TopicReader
 from services.connectors.spark import generate_sample_dataset
+from tests import spark_cds
 from tests.conftest import TopicFactory
 from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 
@@ -29,8 +30,9 @@ SPARK = {
     "spark.driver.memory": "1g",
     # Workers the tests start again and again: with C1 alone Spark's JVM is ready about
     # 9 s sooner (a session with both lakehouse jars, then a Delta write and read: 22 s
-    # against 31 s on 2 cores); a long-running worker keeps the JVM's default.
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # against 31 s on 2 cores); a long-running worker keeps the JVM's default. The tests'
+    # class-data-sharing archive (tests/spark_cds.py) saves some seconds more.
+    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 {spark_cds.JAVA_OPTIONS}",
     "thread.pool.size": "4",
 }
 

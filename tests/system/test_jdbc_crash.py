@@ -20,6 +20,7 @@ import pytest
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
+from tests import spark_cds
 from tests.integration.jdbc_helpers import committed, end_offsets
 from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
 from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
@@ -33,8 +34,9 @@ SPARK = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "512m",
     "spark.jdbc.drivers": "postgresql",
-    # a worker restarted six times: C1 alone warms Spark's JVM up sooner
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # a worker restarted six times: C1 alone and the tests' class archive (tests/spark_cds.py)
+    # warm Spark's JVM up sooner
+    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 {spark_cds.JAVA_OPTIONS}",
 }
 
 

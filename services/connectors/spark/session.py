@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 SHARED_KEY = "spark.session"
 JVM_EXIT_TIMEOUT = 10.0
 """Seconds the JVM gets to exit once its standard input is closed (then it is killed)."""
+ARCHIVING_EXIT_TIMEOUT = 300.0
+"""The same for a JVM told to write a class-data-sharing archive as it exits
+(``-XX:ArchiveClassesAtExit`` in ``spark.driver.extraJavaOptions``, see docs/spark.md):
+writing it takes a minute on 2 cores."""
 _lock = threading.Lock()
 log = structlog.get_logger(__name__)
 
@@ -193,12 +197,13 @@ def _jvm_of_its_own(conf: Mapping[str, str]) -> None:
         )
         SparkContext._gateway = gateway
         SparkContext._jvm = gateway.jvm
-    atexit.register(_stop_jvm, gateway)
+    archiving = "-XX:ArchiveClassesAtExit" in conf.get("spark.driver.extraJavaOptions", "")
+    atexit.register(_stop_jvm, gateway, ARCHIVING_EXIT_TIMEOUT if archiving else JVM_EXIT_TIMEOUT)
 
 
-def _stop_jvm(gateway: Any) -> None:
+def _stop_jvm(gateway: Any, timeout: float = JVM_EXIT_TIMEOUT) -> None:
     """At the worker's exit: close the JVM's standard input (it exits on that) and wait
-    for it, at most :data:`JVM_EXIT_TIMEOUT` seconds, then kill it."""
+    for it, at most ``timeout`` seconds, then kill it."""
     proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
     if proc is None or proc.poll() is not None:
         return
@@ -208,7 +213,7 @@ def _stop_jvm(gateway: Any) -> None:
         if proc.stdin is not None:
             proc.stdin.close()
     try:
-        proc.wait(timeout=JVM_EXIT_TIMEOUT)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
