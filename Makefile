@@ -45,8 +45,9 @@ typecheck: $(STAMP) ## mypy, strict on eos/
 unit: $(STAMP) ## unit tests only (no I/O)
 	$(BIN)/pytest tests/unit
 
-test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system), with eos/runtime's branch coverage
-	$(BIN)/pytest --cov=eos/runtime --cov-branch --cov-report=term:skip-covered
+TEST_WORKERS ?= 2
+test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system) on TEST_WORKERS processes, with eos/runtime's branch coverage
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --cov=eos/runtime --cov-branch --cov-report=term:skip-covered
 
 bench: $(STAMP) ## the benchmark tables under bench/
 	@for b in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done

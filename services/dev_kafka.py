@@ -45,6 +45,7 @@ from services.dev_kafka_security import (
     check_mode,
     properties_text,
 )
+from services.file_lock import file_lock
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 READY_TOPIC = "eos-dev-kafka-ready"
@@ -96,6 +97,11 @@ def assemble(*, quiet: bool = True) -> Path:
     libs = cache_dir() / "kafka" / version / "libs"
     if (libs / ".complete").exists():
         return libs
+    with file_lock(libs.with_name(".lock")):  # another process may be assembling them
+        return libs if (libs / ".complete").exists() else _assemble(libs, version, quiet)
+
+
+def _assemble(libs: Path, version: str, quiet: bool) -> Path:
     mvn = _require("mvn", "install Apache Maven (Debian: apt-get install maven)")
     java()
     staging = libs.with_name("libs.partial")

@@ -34,6 +34,7 @@ import httpx
 
 from eos.errors import DevKafkaError
 from services.dev_kafka import DevKafka, cache_dir, free_ports
+from services.file_lock import file_lock
 
 VERSION = "3.3.3"
 """The Apicurio Registry release run (Maven Central: io.apicurio:apicurio-registry-app)."""
@@ -106,6 +107,11 @@ def assemble(version: str = VERSION) -> Path:
     home = cache_dir() / "apicurio" / version
     if (home / ".complete").exists():
         return home
+    with file_lock(home.with_name(f".{version}.lock")):  # another process may be fetching it
+        return home if (home / ".complete").exists() else _fetch(home, version)
+
+
+def _fetch(home: Path, version: str) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise DevRegistryError(

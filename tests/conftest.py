@@ -194,15 +194,42 @@ def producer_client(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+SHARED_SERVERS = ("kafka_cluster3", "secured_kafka", "spark_cluster")
+"""Session fixtures too dear to start once per parallel worker: the modules that use one
+run on one worker."""
+PREBUILD_LOGS = REPO / ".cache" / "prebuild"
+
+
+def _worker() -> str | None:
+    """This process's pytest-xdist worker (``gw0``, ``gw1``…), None for the controller or a
+    run without workers."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _groups(items: list[pytest.Item]) -> None:
+    """Each module one ``xdist_group`` (its module fixtures start once), shared by every
+    module that uses one of :data:`SHARED_SERVERS`."""
+    shared: dict[Path, str] = {}
+    for item in items:
+        used = [f for f in SHARED_SERVERS if f in getattr(item, "fixturenames", ())]
+        if used:
+            shared.setdefault(item.path, used[0])
+    for item in items:
+        group = shared.get(item.path) or item.path.relative_to(REPO).as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     prebuild.last(items)
+    _groups(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not session.config.option.collectonly:
-        prebuild.start(session.items, REPO / ".cache" / "prebuild")
+    if not session.config.option.collectonly and _worker() in (None, "gw0"):
+        prebuild.start(session.items, PREBUILD_LOGS)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    prebuild.stop()
+    if _worker() is None:  # the controller outlives its workers
+        prebuild.stop(PREBUILD_LOGS)

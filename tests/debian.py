@@ -13,11 +13,18 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from services.file_lock import file_lock
+
 _POLICY_RC = Path("/usr/sbin/policy-rc.d")
+_APT_LOCK = Path(tempfile.gettempdir()) / "eos-apt-get.lock"
+"""Held around every install: the suite's parallel workers take turns (apt-get's own
+locks would fail the second ``apt-get update``, and each worker's ``policy-rc.d``
+would be removed under the other's install)."""
 _INSTALL_TIMEOUT = 900.0
 _lock = threading.Lock()
 _updated = False
@@ -56,7 +63,7 @@ def _install(packages: Sequence[str], why: str) -> None:
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     lock = ["-o", "DPkg::Lock::Timeout=600"]
-    with _lock, _services_kept_down():
+    with _lock, file_lock(_APT_LOCK), _services_kept_down():
         commands = [] if _updated else [["apt-get", *lock, "update", "-q"]]
         commands.append(
             ["apt-get", *lock, "install", "-y", "-q", "--no-install-recommends", *packages]

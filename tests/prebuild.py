@@ -20,6 +20,7 @@ background, in the foreground, so that no two ``apt-get`` runs overlap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -40,6 +41,9 @@ SPARK_GLOBALS = ("SPARK", "SPARK_SETTINGS", "spark_resources")
 """A test module with one of these starts Spark (a worker's or its own session)."""
 
 _jobs: list[subprocess.Popen[bytes]] = []
+PIDS = "prebuild.pids"
+"""The builds' process ids, in the log directory: with parallel workers (pytest-xdist)
+the first worker starts them and the controller, which outlives every worker, ends them."""
 
 
 def _needs(item: pytest.Item) -> set[str]:
@@ -63,6 +67,7 @@ def last(items: list[pytest.Item]) -> None:
 def start(items: Sequence[pytest.Item], log_dir: Path) -> None:
     """Start the builds the selected ``items`` need and the cache does not hold yet."""
     needs = set().union(*map(_needs, items)) if items else set()
+    (log_dir / PIDS).unlink(missing_ok=True)
     if "helm" in needs and not load_script("deploy/kubernetes/build_manifests.py").HELM.exists():
         _spawn("helm", "import runpy; runpy.run_path('deploy/kubernetes/build_manifests.py',"
                " run_name='prebuild')['ensure_helm']()", log_dir)  # fmt: skip
@@ -86,10 +91,13 @@ def _spawn(name: str, code: str, log_dir: Path) -> None:
             env=env, start_new_session=True,
         )  # fmt: skip
     _jobs.append(job)
+    with (log_dir / PIDS).open("a") as pids:
+        pids.write(f"{job.pid}\n")
 
 
-def stop() -> None:
-    """End builds still running (a run stopped early, or the tests deselected)."""
+def stop(log_dir: Path) -> None:
+    """End builds still running (a run stopped early, or the tests deselected): this
+    process's, and those a parallel worker started."""
     for job in _jobs:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGTERM)
@@ -99,3 +107,8 @@ def stop() -> None:
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait()
     _jobs.clear()
+    recorded = log_dir / PIDS
+    for line in recorded.read_text().split() if recorded.exists() else ():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(int(line), signal.SIGTERM)  # its own session: the group is its pid
+    recorded.unlink(missing_ok=True)
