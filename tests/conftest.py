@@ -194,9 +194,6 @@ def producer_client(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-SHARED_SERVERS = ("kafka_cluster3", "secured_kafka", "spark_cluster")
-"""Session fixtures too dear to start once per parallel worker: the modules that use one
-run on one worker."""
 PREBUILD_LOGS = REPO / ".cache" / "prebuild"
 
 
@@ -206,23 +203,9 @@ def _worker() -> str | None:
     return os.environ.get("PYTEST_XDIST_WORKER")
 
 
-def _groups(items: list[pytest.Item]) -> None:
-    """Each module one ``xdist_group`` (its module fixtures start once), shared by every
-    module that uses one of :data:`SHARED_SERVERS`."""
-    shared: dict[Path, str] = {}
-    for item in items:
-        used = [f for f in SHARED_SERVERS if f in getattr(item, "fixturenames", ())]
-        if used:
-            shared.setdefault(item.path, used[0])
-    for item in items:
-        group = shared.get(item.path) or item.path.relative_to(REPO).as_posix()
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     prebuild.last(items)
-    _groups(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
