@@ -21,6 +21,7 @@ from eos.api.schema import (
     STRING_SCHEMA,
     Schema,
     SchemaBuilder,
+    SchemaType,
     Struct,
     copy_schema_basics,
 )
@@ -49,6 +50,7 @@ from eos.transforms.struct_columns import (
     timestamp_column,
     topic_column,
 )
+from eos.transforms.text_struct import TextStruct
 
 _OPTIONALITY = (
     " Suffix with ! to make this a required field, or ? to keep it optional (the default)."
@@ -158,6 +160,8 @@ class InsertField(KeyOrValueTransform):
         self._metadata = bool(self._topic or self._partition or self._timestamp)
         self._static_only: list[Any] = [] if self._static is None else [self._static_value]
         """The inserted values of a Struct without metadata fields: the same each record."""
+        self._static_only_block = self._static is not None and not self._metadata
+        """Whether a struct column of lines (:class:`TextStruct`) stays one."""
 
     def update(self, row: Row, value: Any, schema: Schema | None) -> tuple[Any, Schema | None]:
         if value is None:
@@ -176,6 +180,8 @@ class InsertField(KeyOrValueTransform):
         column = block.keys if on_key else block.values
         if column is None:  # no keys: every key is null, and passes unchanged
             return block
+        if type(column) is TextStruct and self._static_only_block:
+            return self._static_on_text(block, column)
         array, schema = struct_column(column, block.key_schema if on_key else block.value_schema)
         if array.null_count:  # a null passes with its schema: the rows' schemas would differ
             raise NeedsRows
@@ -199,6 +205,20 @@ class InsertField(KeyOrValueTransform):
             children(array, schema, old, defaults) + added,
             fields_of(array, old) + [field(n, c.type) for n, c in zip(names, added, strict=True)],
         )
+        if on_key:
+            return dataclasses.replace(block, keys=inserted, key_schema=new_schema)
+        return dataclasses.replace(block, values=inserted, value_schema=new_schema)
+
+    def _static_on_text(self, block: RecordBlock, column: TextStruct) -> RecordBlock:
+        """The static field added to a struct column of lines, which stays one."""
+        on_key = self.on_key
+        schema = block.key_schema if on_key else block.value_schema
+        if schema is None or schema.type is not SchemaType.STRUCT:
+            raise NeedsRows
+        new_schema = self._plans.get(schema, self._plan)[0]
+        assert self._static_name is not None
+        assert self._static_value is not None
+        inserted = column.with_constant(self._static_name, self._static_value)
         if on_key:
             return dataclasses.replace(block, keys=inserted, key_schema=new_schema)
         return dataclasses.replace(block, values=inserted, value_schema=new_schema)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from eos.api.records import RecordBlock
-from eos.api.schema import Field, Schema, SchemaBuilder, Struct
+from eos.api.schema import Field, Schema, SchemaBuilder, SchemaType, Struct
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
@@ -32,6 +32,7 @@ from eos.transforms.struct_columns import (
     struct_array,
     struct_column,
 )
+from eos.transforms.text_struct import TextStruct
 
 VALUE_TO_KEY_CONFIG = with_replace_null(
     ConfigDef().define(
@@ -292,10 +293,15 @@ class HoistField(KeyOrValueTransform):
             raise NeedsRows
         on_key = self.on_key
         schema = block.key_schema if on_key else block.value_schema
-        child = plain_column(block.keys if on_key else block.values, schema)
+        column = block.keys if on_key else block.values
+        hoisted: Any = None
+        if schema is not None and schema.type is SchemaType.STRING and schema.name is None:
+            hoisted = TextStruct.hoisted(self._name, column)  # a list of lines: stays one
+        if hoisted is None:
+            child = plain_column(column, schema)
+            hoisted = struct_array([child], [field(self._name, child.type)])
         assert schema is not None  # plain_column: NeedsRows without one
         wrapper = self._schemas.get(schema, self._wrapper)
-        hoisted = struct_array([child], [field(self._name, child.type)])
         if on_key:
             return dataclasses.replace(block, keys=hoisted, key_schema=wrapper)
         return dataclasses.replace(block, values=hoisted, value_schema=wrapper)

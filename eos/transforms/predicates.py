@@ -14,6 +14,7 @@ from eos.transforms.blocks import drop_rows
 from eos.transforms.java import java_regex
 from eos.transforms.row import Row
 from eos.transforms.settings import JavaRegex
+from eos.transforms.text_struct import TextStruct
 
 
 class Filter(RowTransform):
@@ -106,6 +107,8 @@ class RecordIsTombstone(RowPredicate):
 
     def test_block(self, block: RecordBlock) -> bool | Sequence[bool]:
         values: Any = block.values
+        if type(values) is TextStruct:  # lines: never null
+            return False
         if hasattr(values, "is_null"):  # a pyarrow array
             return bool(values.null_count) and list(values.is_null().to_pylist())
         return [v is None for v in values]

@@ -20,6 +20,7 @@ from eos.api.records import RecordBlock
 from eos.api.schema import Schema, SchemaType
 from eos.transforms.base import NeedsRows
 from eos.transforms.schemas import Defaults
+from eos.transforms.text_struct import arrow_of
 
 _EXACT = frozenset(
     {
@@ -56,6 +57,7 @@ def plain_column(column: Any, schema: Schema | None) -> Any:
     NeedsRows otherwise (a null, a value of another type, another schema)."""
     if schema is None or column is None:
         raise NeedsRows
+    column = arrow_of(column)
     if type(column) is list:
         kind = _FROM_LIST.get(schema.type) if schema.name is None else None
         if kind is None:
@@ -78,6 +80,7 @@ def struct_column(column: Any, schema: Schema | None) -> tuple[Any, Schema]:
     its children the schema's fields in order; NeedsRows otherwise."""
     if schema is None or schema.type is not SchemaType.STRUCT or column is None:
         raise NeedsRows
+    column = arrow_of(column)
     pa = arrow()
     if not isinstance(column, pa.StructArray):
         raise NeedsRows

@@ -429,8 +429,8 @@ async def test_file_source_lines_through_the_file_source_example_chain(
     a block: each line read back, once, as that documentation shows it (a struct of the
     line and the static field, Connect's JSON with its schema), from the renamed topic."""
     group, topic = unique_name("g"), unique_name("lines")
-    plain = [f"line {n}" for n in range(300)]  # a block Arrow joins
-    escaped = ['a "quoted" line', "é", "tab\there"]  # a block orjson writes a child at a time
+    plain = [f"line {n}" for n in range(300)]  # a block written with one join
+    escaped = ['a "quoted" line', "é", "tab\there"]  # one written from its Arrow column
     (tmp_path / "a.log").write_text("".join(t + "\n" for t in plain))
     (tmp_path / "b.log").write_text("".join(t + "\n" for t in escaped))
     texts = plain + escaped

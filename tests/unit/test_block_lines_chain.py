@@ -1,8 +1,9 @@
 """A FileSource block of lines through HoistField and InsertField stays a block: the
-lines become the one child of a struct column, the static field another, and the JSON
-converter writes the struct column a child at a time. Topics, keys, values, schemas and
-bytes are what the row path gives for the same records; whatever the column path cannot
-do exactly goes row by row."""
+lines become the one child of a struct column (a :class:`TextStruct` while it is lines
+and static fields, the ``pyarrow`` struct array it stands for where anything else reads
+it), the static field another, and the JSON converter writes the struct column at once.
+Topics, keys, values, schemas and bytes are what the row path gives for the same
+records; whatever the column path cannot do exactly goes row by row."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from eos.runtime.converters.avro_arrow import encode_column
 from eos.runtime.converters.json import ConnectJsonConverter, JsonConverter
 from eos.runtime.converters.json_columns import struct_rows
 from eos.transforms import TransformChain
+from eos.transforms.text_struct import TextStruct, arrow_of
 from services.connectors.file import lines_block
 from tests.unit.transform_cases import chain, one
 
@@ -77,7 +79,8 @@ def test_the_file_source_example_chain_keeps_the_block() -> None:
     block = lines()
     out = c.apply_block(block)
     assert isinstance(out, RecordBlock)
-    assert isinstance(out.values, pa.StructArray)
+    assert isinstance(out.values, TextStruct)
+    assert isinstance(out.values.to_arrow(), pa.StructArray)
     assert (out.topic, out.topics, out.source_offset) == ("files-lines", None, {"position": 99})
     assert out.records() == by_rows(c, block)
     assert out.value_schema is not None
@@ -121,7 +124,7 @@ def test_the_hoisted_lines_encode_as_their_rows_in_avro() -> None:
     assert out.value_schema is not None
     avro = fastavro.parse_schema(avro_schema(out.value_schema))
     convert = to_avro(out.value_schema)
-    encoded = encode_column(out.values, out.value_schema, b"")
+    encoded = encode_column(arrow_of(out.values), out.value_schema, b"")
     for data, row in zip(encoded, by_rows(c, lines()), strict=True):
         written = io.BytesIO()
         fastavro.schemaless_writer(written, avro, convert(row.value))
@@ -140,7 +143,7 @@ def test_hoist_field_alone_on_values_and_on_keys() -> None:
     )  # fmt: skip
     out = on_key.apply_block(keyed)
     assert isinstance(out, RecordBlock)
-    assert isinstance(out.keys, pa.StructArray)
+    assert isinstance(out.keys, TextStruct)
     assert out.records() == by_rows(on_key, keyed)
 
 

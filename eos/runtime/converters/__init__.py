@@ -33,6 +33,7 @@ from eos.runtime.converters.base import Converter, SchemaConverter
 from eos.runtime.converters.json import JsonConverter
 from eos.runtime.converters.simple import BytesConverter, StringConverter
 from eos.runtime.plugins import load_class
+from eos.transforms.text_struct import arrow_of
 
 __all__ = [
     "CONVERTERS",
@@ -119,6 +120,8 @@ def encode_block(block: RecordBlock, keys: Converter, values: Converter) -> Reco
 
 
 def _encode(converter: Converter, topic: str, schema: Any, column: Any) -> list[bytes | None]:
+    if getattr(type(converter), "from_connect_block", None) is not JsonConverter.from_connect_block:
+        column = arrow_of(column)  # JSON's own writes lines joined; the rest, Arrow
     if isinstance(converter, SchemaConverter):
         return converter.from_connect_block(topic, schema, column)
     from eos.api.schema import column_values

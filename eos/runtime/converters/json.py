@@ -47,6 +47,7 @@ from eos.api.schema import (
 from eos.errors import ConfigError, DataError
 from eos.runtime.converters.base import Headers, SchemaConverter, flag
 from eos.runtime.converters.json_columns import struct_rows
+from eos.transforms.text_struct import TextStruct, text_rows
 
 ToJson = Callable[[Any], Any]
 Payload = Callable[[Any], bytes]
@@ -371,7 +372,12 @@ class JsonConverter(SchemaConverter):
             schema is None or schema.type is not SchemaType.STRING or schema.name is not None
             or type(column) is not list or set(map(type, column)) != _STR
         ):  # fmt: skip
-            rows = struct_rows(schema, column)
+            rows = None
+            if type(column) is TextStruct:  # lines after HoistField (and InsertField)
+                rows = text_rows(schema, column)
+                column = column if rows is not None else column.to_arrow()
+            if rows is None:
+                rows = struct_rows(schema, column)
             if rows is None:
                 return super().from_connect_block(topic, schema, column)
             out = _as_jackson_rows(rows)
