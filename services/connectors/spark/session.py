@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -47,6 +49,7 @@ import structlog
 from eos.api import WorkerResources
 from services.connectors.spark.jdbc_drivers import driver_settings
 from services.connectors.spark.lakehouse import lakehouse_settings
+from services.file_lock import file_lock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -192,13 +195,56 @@ def _jvm_of_its_own(conf: Mapping[str, str]) -> None:
             return
         spark_conf = SparkConf()  # no JVM yet: a plain mapping, passed as --conf
         spark_conf.setAll(list(conf.items()))
-        gateway = launch_gateway(  # type: ignore[no-untyped-call]
-            spark_conf, popen_kwargs={"start_new_session": True}
-        )
+        try:
+            with _resolving_packages(conf):
+                gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                    spark_conf, popen_kwargs={"start_new_session": True}
+                )
+        except Exception as exc:
+            _end_abandoned_jvm(exc)
+            raise
         SparkContext._gateway = gateway
         SparkContext._jvm = gateway.jvm
     archiving = "-XX:ArchiveClassesAtExit" in conf.get("spark.driver.extraJavaOptions", "")
     atexit.register(_stop_jvm, gateway, ARCHIVING_EXIT_TIMEOUT if archiving else JVM_EXIT_TIMEOUT)
+
+
+@contextlib.contextmanager
+def _resolving_packages(conf: Mapping[str, str]) -> Iterator[None]:
+    """Hold a lock on the ``spark.jars.ivy`` cache while a JVM resolves packages the
+    cache has not seen start a JVM yet.
+
+    Spark's resolver (Ivy) takes no lock of its own: two JVMs filling one cache at once
+    read each other's half-written files, and one fails with "unresolved dependency"
+    (seen with two workers, or a worker and the tests' archive build, starting on a
+    fresh cache). Once a JVM started with a set of packages, a marker in the cache says
+    so, and later starts resolve from the filled cache without waiting."""
+    packages, ivy = conf.get("spark.jars.packages"), conf.get("spark.jars.ivy")
+    if not packages or not ivy:
+        yield
+        return
+    wanted = "|".join(conf.get(k, "") for k in ("spark.jars.packages", "spark.jars.excludes",
+                                                "spark.jars.repositories"))  # fmt: skip
+    marker = Path(ivy) / f".eos-resolved-{hashlib.sha256(wanted.encode()).hexdigest()[:16]}"
+    if marker.exists():
+        yield
+        return
+    with file_lock(Path(ivy) / ".eos-resolve.lock"):
+        yield
+        marker.touch()
+
+
+def _end_abandoned_jvm(exc: BaseException) -> None:
+    """End the JVM process a failed ``launch_gateway`` left behind: its ``Popen``, with
+    the pipe to the JVM's standard input, is only in that function's frame, which the
+    exception's traceback still holds; left to the garbage collector, the pipe would be
+    closed there, with a ResourceWarning, at any later point."""
+    trace = exc.__traceback__
+    while trace is not None:
+        proc = trace.tb_frame.f_locals.get("proc")
+        if isinstance(proc, subprocess.Popen):
+            _end_process(proc, JVM_EXIT_TIMEOUT)
+        trace = trace.tb_next
 
 
 def _stop_jvm(gateway: Any, timeout: float = JVM_EXIT_TIMEOUT) -> None:
@@ -209,6 +255,10 @@ def _stop_jvm(gateway: Any, timeout: float = JVM_EXIT_TIMEOUT) -> None:
         return
     with contextlib.suppress(Exception):
         gateway.shutdown()
+    _end_process(proc, timeout)
+
+
+def _end_process(proc: subprocess.Popen[bytes], timeout: float) -> None:
     with contextlib.suppress(OSError):
         if proc.stdin is not None:
             proc.stdin.close()
