@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -49,7 +50,6 @@ import structlog
 from eos.api import WorkerResources
 from services.connectors.spark.jdbc_drivers import driver_settings
 from services.connectors.spark.lakehouse import lakehouse_settings
-from services.file_lock import file_lock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -229,7 +229,9 @@ def _resolving_packages(conf: Mapping[str, str]) -> Iterator[None]:
     if marker.exists():
         yield
         return
-    with file_lock(Path(ivy) / ".eos-resolve.lock"):
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    with (marker.parent / ".eos-resolve.lock").open("a") as lock:  # freed with the process
+        fcntl.flock(lock, fcntl.LOCK_EX)
         yield
         marker.touch()
 
