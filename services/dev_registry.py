@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from eos.errors import DevKafkaError
-from services.dev_kafka import DevKafka, cache_dir, free_ports
+from services.dev_kafka import DevKafka, _port_open, cache_dir, free_ports
 from services.file_lock import file_lock
 
 VERSION = "3.3.3"
@@ -242,6 +242,8 @@ class DevRegistry:
             raise DevRegistryError(f"--storage must be memory or kafkasql, not {storage!r}")
         if storage == "kafkasql" and not bootstrap_servers:
             bootstrap_servers = _dev_kafka_bootstrap()
+        if port:
+            _check_ports_free(port, tls=tls is not None)
         java = find_java()
         home = assemble()
         port, management, tls_port = (port, port + 1, port + 2) if port else free_ports(3)
@@ -296,6 +298,9 @@ class DevRegistry:
         if state.storage == "kafkasql":
             props["apicurio.storage.kind"] = "kafkasql"
             props["apicurio.kafkasql.bootstrap.servers"] = state.bootstrap_servers
+            # its default 5 s poll, waited out twice on an empty snapshot topic, is 10 s of
+            # every start
+            props["apicurio.kafkasql.consumer.poll.timeout"] = 1000
         cmd = [
             str(java), f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             *(f"-D{k}={v}" for k, v in props.items()), "-jar", str(home / "quarkus-run.jar"),
@@ -335,6 +340,44 @@ class DevRegistry:
         )
 
 
+def _check_ports_free(port: int, *, tls: bool) -> None:
+    """One line naming a port the registry needs that something already listens on. A
+    registry started on a taken port does not fail: Quarkus logs that it listens, and
+    whatever holds the port answers in its place."""
+    ports = [(port, "HTTP port"), (port + 1, "management port (--port + 1)")]
+    if tls:
+        ports.append((port + 2, "HTTPS port (--port + 2)"))
+    for taken, role in ports:
+        if _port_open(taken):
+            raise DevRegistryError(
+                f"port {taken} on 127.0.0.1, the registry's {role}, is already in use: stop "
+                "what listens there or pass another --port (0 picks free ports)"
+            )
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on ``port`` (Linux /proc; True
+    where it cannot tell)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        tables = [Path(f"/proc/{pid}/net/{t}").read_text() for t in ("tcp", "tcp6")]
+    except OSError:
+        return True
+    inodes = set()
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    for row in (line.split() for table in tables for line in table.splitlines()[1:]):
+        # sl local_address rem_address st …: st 0A is LISTEN; the 10th field is the inode
+        if row[3] == "0A" and int(row[1].rsplit(":", 1)[1], 16) == port and row[9] in inodes:
+            return True
+    return False
+
+
 def _dev_kafka_bootstrap() -> str:
     state = DevKafka().running()
     if state is None:
@@ -358,8 +401,13 @@ def _wait_ready(state: RegistryState, timeout: float) -> None:
                 )
             try:
                 answer = client.get(f"{state.url}/subjects")
-                if answer.status_code == 200:
+                if answer.status_code == 200 and _listens(state.pid, state.port):
                     return
+                if answer.status_code == 200:  # not ours: it cannot listen there too
+                    raise DevRegistryError(
+                        f"port {state.port} on 127.0.0.1 is already in use by another "
+                        "process: stop it or pass another --port (0 picks free ports)"
+                    )
                 last = f"HTTP {answer.status_code}"
             except httpx.HTTPError as exc:
                 last = exc
