@@ -9,15 +9,20 @@ Settings (``key.converter.*`` / ``value.converter.*``, Confluent's names):
 - ``schema.registry.url``: one or more URLs, comma-separated; the next is tried when one
   cannot be reached.
 - ``basic.auth.credentials.source``: ``USER_INFO`` (``basic.auth.user.info`` =
-  ``user:password``) or ``URL`` (the credentials in the URL's ``user:password@``).
+  ``user:password``) or ``URL`` (the credentials in the URL's ``user:password@``, also
+  taken when neither setting is given); requests go to the URLs without them.
 - TLS: an ``https://`` URL verifies the registry against the system's CAs, or the PEM file
   ``schema.registry.ssl.ca.location`` (also ``schema.registry.ssl.truststore.location``
   with ``schema.registry.ssl.truststore.type=PEM``); a client certificate from
   ``schema.registry.ssl.certificate.location`` + ``schema.registry.ssl.key.location``
-  (or ``…keystore.location``, type PEM, holding both); ``schema.registry.ssl.key.password``.
+  (or ``…keystore.location``, type PEM, holding both); ``schema.registry.ssl.key.password``
+  for an encrypted key (never asked for on a terminal).
 - ``schema.registry.request.timeout.ms`` (default 30000).
 
-Errors never show credentials: URLs are printed without their user info.
+Errors never show credentials: URLs are printed without their user info. A registry that
+answers 401/403, or refuses the TLS handshake (its certificate is not trusted, or it wants a
+client certificate it trusts), fails with :class:`SchemaRegistryError` naming the settings
+to check: waiting would not help.
 """
 
 from __future__ import annotations
@@ -82,8 +87,48 @@ def _shown(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def _bare(url: str) -> str:
+    """``url`` without user info (the credentials go in an Authorization header only: a
+    URL holding them would be logged as it is, by httpx at INFO)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+_CLIENT_CERT_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "HANDSHAKE_FAILURE", "ACCESS_DENIED")
+"""TLS alerts a server sends a client whose certificate it does not take (none sent, or
+one its CA did not sign): ``TLSV13_ALERT_CERTIFICATE_REQUIRED``, ``…_BAD_CERTIFICATE``…"""
+
+
+def _tls_refusal(url: str, exc: Exception, client_cert: bool) -> SchemaRegistryError | None:
+    """The error to fail with when ``exc`` is a TLS handshake that cannot succeed however
+    long one waits (None for any other failure)."""
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None or isinstance(cause, ssl.SSLError):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, ssl.SSLError):
+        return None
+    where, said = f"schema registry {_shown(url)}", _one_line(str(cause))
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return SchemaRegistryError(
+            f"{where}: its certificate is not trusted ({said}): set "
+            f"{_PREFIX}ssl.ca.location to the PEM file of the CA that signed it"
+        )
+    if not any(alert in (cause.reason or "") for alert in _CLIENT_CERT_ALERTS):
+        return None
+    if client_cert:
+        hint = (f"check that {_PREFIX}ssl.certificate.location holds a certificate the "
+                f"registry trusts (and {_PREFIX}ssl.key.location its key)")  # fmt: skip
+    else:
+        hint = (f"it asks for a client certificate: set {_PREFIX}ssl.certificate.location "
+                f"and {_PREFIX}ssl.key.location")  # fmt: skip
+    return SchemaRegistryError(f"{where} refused the TLS handshake ({said}): {hint}")
 
 
 @dataclass
@@ -92,6 +137,8 @@ class RegistryClient:
     auth: tuple[str, str] | None = None
     verify: ssl.SSLContext | bool = True
     timeout: float = 30.0
+    client_cert: bool = False
+    """Whether a TLS client certificate is set (to say what to check when refused)."""
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
     _ids: dict[tuple[str, str], int] = field(default_factory=dict, init=False, repr=False)
 
@@ -119,7 +166,9 @@ class RegistryClient:
             raise ConfigError(
                 _PREFIX + "request.timeout.ms", timeout_ms, "must be an integer"
             ) from None
-        return cls(urls, _auth(props, urls), _tls(props), timeout)
+        auth, verify = _auth(props, urls), _tls(props)
+        cert = any(props.get(_PREFIX + f"ssl.{n}.location") for n in ("certificate", "keystore"))
+        return cls([_bare(u) for u in urls], auth, verify, timeout, client_cert=cert)
 
     @property
     def http(self) -> httpx.Client:
@@ -178,31 +227,33 @@ class RegistryClient:
     def probe(self) -> None:
         """Reach the registry once (``GET /schemas/types``): :class:`SchemaRegistryUnavailable`
         if none of its URLs answers, :class:`SchemaRegistryError` if it refuses the
-        credentials; any other answer will do."""
-        last: Exception | None = None
-        for url in self.urls:
-            try:
-                answer = self.http.get(url + "/schemas/types")
-            except httpx.HTTPError as exc:
-                last = exc
-                continue
-            if answer.status_code >= 500:
-                last = RuntimeError(f"HTTP {answer.status_code}: {_one_line(answer.text)[:300]}")
-                continue
-            if answer.status_code in (401, 403):
-                raise SchemaRegistryError(
-                    f"schema registry {_shown(url)} answered {answer.status_code}: check "
-                    "basic.auth.credentials.source and basic.auth.user.info"
-                )
-            return
-        raise self._unreachable(last)
+        credentials or the TLS handshake; any other answer will do."""
+        url, answer = self._send("GET", "/schemas/types")
+        if answer.status_code in (401, 403):
+            raise SchemaRegistryError(
+                f"schema registry {_shown(url)} answered {answer.status_code}: check "
+                "basic.auth.credentials.source and basic.auth.user.info"
+            )
 
     # ---- transport
 
     def _request(
         self, method: str, path: str, subject: str, body: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        url, answer = self._send(method, path, body)
+        if answer.status_code >= 400:
+            raise self._refused(url, subject, answer, body)
+        parsed: dict[str, Any] = answer.json()
+        return parsed
+
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> tuple[str, httpx.Response]:
+        """The first answer below 500 of the URLs tried in turn, and the URL that gave it.
+        :class:`SchemaRegistryError` when every URL refused the TLS handshake,
+        :class:`SchemaRegistryUnavailable` when none answered otherwise."""
         last: Exception | None = None
+        refused: SchemaRegistryError | None = None
         for url in self.urls:
             try:
                 answer = self.http.request(
@@ -210,15 +261,17 @@ class RegistryClient:
                     headers={"Content-Type": _CONTENT_TYPE} if body is not None else None,
                 )  # fmt: skip
             except httpx.HTTPError as exc:
-                last = exc
+                tls = _tls_refusal(url, exc, self.client_cert)
+                if tls is None:
+                    last = exc
+                refused = refused or tls
                 continue
             if answer.status_code >= 500:
                 last = RuntimeError(f"HTTP {answer.status_code}: {_one_line(answer.text)[:300]}")
                 continue
-            if answer.status_code >= 400:
-                raise self._refused(url, subject, answer, body)
-            parsed: dict[str, Any] = answer.json()
-            return parsed
+            return url, answer
+        if refused is not None and last is None:
+            raise refused
         raise self._unreachable(last)
 
     def _unreachable(self, last: Exception | None) -> SchemaRegistryUnavailable:
@@ -262,7 +315,10 @@ class RegistryClient:
 def _auth(props: Mapping[str, str], urls: list[str]) -> tuple[str, str] | None:
     source = str(props.get("basic.auth.credentials.source", "")).strip().upper()
     if source in ("", "NONE") and "basic.auth.user.info" not in props:
-        return None
+        if source == "" and urlsplit(urls[0]).username is not None:
+            source = "URL"  # Confluent's default source
+        else:
+            return None
     if source == "URL":
         parts = urlsplit(urls[0])
         if parts.username is None:
@@ -292,15 +348,35 @@ def _tls(props: Mapping[str, str]) -> ssl.SSLContext | bool:
     ca = setting("ssl.ca.location", "ssl.truststore.location")
     cert = setting("ssl.certificate.location", "ssl.keystore.location")
     key = setting("ssl.key.location")
+    if key is not None and cert is None:
+        raise ConfigError(
+            _PREFIX + "ssl.certificate.location", None,
+            f"is needed with {_PREFIX}ssl.key.location (the client certificate)",
+        )  # fmt: skip
     if ca is None and cert is None:
         return True
-    context = ssl.create_default_context(cafile=ca)
+    try:
+        context = ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(_PREFIX + "ssl.ca.location", ca,
+                          f"cannot be loaded: {_one_line(str(exc))}") from exc  # fmt: skip
     if cert is not None:
         password = setting("ssl.key.password", "ssl.keystore.password")
+
+        def asked() -> str:  # OpenSSL would otherwise ask on the terminal
+            if password is None:
+                raise ConfigError(
+                    _PREFIX + "ssl.key.password", None,
+                    f"the key in {key or cert} is encrypted: set its password",
+                )  # fmt: skip
+            return password
+
         try:
-            context.load_cert_chain(cert, key, password)
+            context.load_cert_chain(cert, key, asked)
         except (OSError, ssl.SSLError) as exc:
+            wrong = " (or a wrong ssl.key.password)" if password is not None else ""
             raise ConfigError(
-                _PREFIX + "ssl.certificate.location", cert, f"cannot be loaded: {exc}"
-            ) from exc
+                _PREFIX + "ssl.certificate.location", cert,
+                f"cannot be loaded with key {key or cert}{wrong}: {_one_line(str(exc))}",
+            ) from exc  # fmt: skip
     return context
