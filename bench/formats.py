@@ -8,7 +8,14 @@ Part 1, converters alone (no Kafka), µs per record, every round printed:
   avro-fastavro    the Avro converter, one record at a time (fastavro)
   avro-arrow       the Avro converter on a whole Arrow column (no Python object per row
                    but the final bytes, all alive at once as a block's are)
-on VerifiableSource-like records (Part 1a) and on SparkSource's sample rows (Part 1b).
+  protobuf-rows    the Protobuf converter, one record at a time (a message per record)
+  protobuf-arrow   the Protobuf converter on a whole Arrow column (protobuf_arrow.py)
+  jsonschema-rows  the JSON Schema converter, one record at a time
+  jsonschema-block the JSON Schema converter on the Arrow column (at once where the JSON
+                   converter writes it so; SparkSource's sample rows, with decimals and
+                   timestamps, go row by row, the writer looked up once a block)
+on VerifiableSource-like records (Part 1a) and on SparkSource's sample rows (Part 1b, the
+rows and blocks of each format).
 
 Part 2, SparkSource in a worker, exactly-once, the same Parquet rows, rounds alternating:
   json    the default converters (Spark writes the JSON)
@@ -60,6 +67,8 @@ from services.connectors.verifiable import PADDED_SCHEMA, record_value
 from services.dev_registry import DevRegistry
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
+PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
+JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"
 JSON_SCHEMAS = "org.apache.kafka.connect.json.JsonConverter"
 
 
@@ -125,9 +134,14 @@ def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[f
     schema = value_schema(from_arrow_schema(table.schema))
     values = column_values(schema, columns)
     orjson = make_converter("json")
-    avro = make_converter(AVRO, {"schema.registry.url": url})
-    out: dict[str, list[float]] = {k: [] for k in ("json-stdlib", "json-schemas", "avro-fastavro",
-                                                   "avro-arrow")}  # fmt: skip
+    registry = {"schema.registry.url": url}
+    typed = {name: make_converter(cls, registry) for name, cls in (
+        ("avro", AVRO), ("protobuf", PROTOBUF), ("jsonschema", JSON_SCHEMA))}  # fmt: skip
+    blocks = {"avro": "avro-arrow", "protobuf": "protobuf-arrow", "jsonschema": "jsonschema-block"}
+    rows = {"avro": "avro-fastavro", "protobuf": "protobuf-rows", "jsonschema": "jsonschema-rows"}
+    out: dict[str, list[float]] = {"json-stdlib": [], "json-schemas": []}
+    for name in typed:
+        out[rows[name]], out[blocks[name]] = [], []
     plain = table.to_pylist()
     for _ in range(rounds):
         out["json-stdlib"].append(
@@ -135,11 +149,14 @@ def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[f
         )
         out["json-schemas"].append(_time(
             lambda: _each(partial(orjson.from_connect_data, "t", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
-        out["avro-fastavro"].append(_time(
-            lambda: _each(partial(avro.from_connect_data, "bench-sample", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
-        out["avro-arrow"].append(_time(
-            lambda: avro.from_connect_block("bench-sample", schema, columns), n))  # type: ignore[attr-defined]  # fmt: skip
-    avro.close()  # type: ignore[attr-defined]
+        for name, conv in typed.items():
+            topic = f"bench-sample-{name}"
+            out[rows[name]].append(_time(
+                partial(_each, partial(conv.from_connect_data, topic, schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
+            out[blocks[name]].append(_time(
+                partial(conv.from_connect_block, topic, schema, columns), n))  # type: ignore[attr-defined]  # fmt: skip
+    for conv in typed.values():
+        conv.close()  # type: ignore[attr-defined]
     return out
 
 

@@ -29,8 +29,9 @@ from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError, DataError, PluginError
 from eos.runtime.converters import encode_block, make_converter
+from eos.runtime.converters.arrow_bytes import varints
 from eos.runtime.converters.avro import avro_schema, to_avro
-from eos.runtime.converters.avro_arrow import encode_column, varints
+from eos.runtime.converters.avro_arrow import encode_column
 from eos.runtime.converters.json import JsonConverter, java_double, java_float
 from eos.runtime.converters.registry import RegistryClient
 from eos.runtime.converters.serde import subject_strategy, wire_header, zigzag_varint

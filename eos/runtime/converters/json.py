@@ -364,30 +364,15 @@ class JsonConverter(SchemaConverter):
     def from_connect_block(
         self, topic: str, schema: Schema | None, column: Any
     ) -> list[bytes | None]:
-        """A list of plain STRING values (FileSource's lines) through orjson in one C loop,
-        the same bytes as :meth:`from_connect_data` row by row (Jackson's escapes fixed
-        only where a value needs them); a flat struct column a child at a time
-        (:mod:`~eos.runtime.converters.json_columns`); any other column row by row."""
-        if (
-            schema is None or schema.type is not SchemaType.STRING or schema.name is not None
-            or type(column) is not list or set(map(type, column)) != _STR
-        ):  # fmt: skip
-            rows = None
-            if type(column) is TextStruct:  # lines after HoistField (and InsertField)
-                rows = text_rows(schema, column)
-                column = column if rows is not None else column.to_arrow()
-            if rows is None:
-                rows = struct_rows(schema, column)
-            if rows is None:
-                return super().from_connect_block(topic, schema, column)
-            out = _as_jackson_rows(rows)
-        else:
-            out = _as_jackson_rows(list(map(orjson.dumps, column)))
+        """The rows :func:`column_rows` writes at once, any other column row by row."""
+        rows, column = column_rows(schema, column)
+        if rows is None:
+            return super().from_connect_block(topic, schema, column)
         if self.schemas_enable:
-            assert schema is not None  # both paths above need one
+            assert schema is not None  # column_rows needs one
             head = b'{"schema":' + self._for(schema)[2] + b',"payload":'
-            out = [head + o + b"}" for o in out]
-        return cast(list[bytes | None], out)
+            rows = [head + o + b"}" for o in rows]
+        return cast(list[bytes | None], rows)
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         if type(value) is not Struct and not self.schemas_enable:
@@ -416,6 +401,27 @@ def _dumps(value: Any) -> bytes:
 
 
 _STR = {str}
+
+
+def column_rows(schema: Schema | None, column: Any) -> tuple[list[bytes] | None, Any]:
+    """A block's column written at once, in the bytes of its values one by one: a list of
+    plain STRING values (FileSource's lines) through orjson in one C loop, lines after
+    HoistField (and InsertField) a :class:`TextStruct` at a time, a flat struct column a
+    child at a time (:mod:`~eos.runtime.converters.json_columns`), Jackson's escapes fixed
+    only where a value needs them. None otherwise, with the column as the row path takes
+    it (a TextStruct as its Arrow struct column)."""
+    if (
+        schema is not None and schema.type is SchemaType.STRING and schema.name is None
+        and type(column) is list and set(map(type, column)) == _STR
+    ):  # fmt: skip
+        return _as_jackson_rows(list(map(orjson.dumps, column))), column
+    rows = None
+    if type(column) is TextStruct:  # lines after HoistField (and InsertField)
+        rows = text_rows(schema, column)
+        column = column if rows is not None else column.to_arrow()
+    if rows is None:
+        rows = struct_rows(schema, column)
+    return (None if rows is None else _as_jackson_rows(rows)), column
 
 
 def _as_jackson_rows(rows: list[bytes]) -> list[bytes]:

@@ -10,7 +10,10 @@ an ``object`` with ``properties`` (each with its ``connect.index``); the schema'
 its ``title``, its doc its ``description``, its version ``connect.version``, its
 parameters ``connect.parameters``, its default ``default``; an optional schema is
 ``{"oneOf":[{"type":"null"},…]}``. Values are the JSON Connect's JsonConverter writes
-(:mod:`.json`), maps with other than string keys as ``{"key","value"}`` objects.
+(:mod:`.json`), maps with other than string keys as ``{"key","value"}`` objects. A
+block's column is written at once where the JSON converter writes it so (the same bytes:
+plain strings, FileSource's lines, flat struct columns of integers, booleans and strings,
+see :func:`~eos.runtime.converters.json.column_rows`), any other row by row.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from eos.api.schema import DECIMAL_NAME, Schema, SchemaType
 from eos.errors import ConfigError
-from eos.runtime.converters.json import ToJson, _Compiler, _dumps
+from eos.runtime.converters.json import ToJson, _Compiler, _dumps, column_rows
 from eos.runtime.converters.registry import RegistrySchema
 from eos.runtime.converters.serde import Encode, RegistryConverter, Translated
 
@@ -118,3 +121,15 @@ class JsonSchemaConverter(RegistryConverter):
     def encoder(self, translated: Translated, latest: RegistrySchema | None) -> Encode:
         to_json = self._compiler.compile(translated.compiled)
         return lambda value: _dumps(to_json(value))
+
+    def from_connect_block(
+        self, topic: str, schema: Schema | None, column: Any
+    ) -> list[bytes | None]:
+        rows, column = column_rows(schema, column) if schema is not None else (None, column)
+        if rows is None:
+            return super().from_connect_block(topic, schema, column)
+        if not rows:
+            return []
+        assert schema is not None
+        header = self.writer(topic, schema).header
+        return [header + row for row in rows]
