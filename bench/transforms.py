@@ -30,10 +30,22 @@ hands them over). Their ``at 5 us`` is the same ratio with the cost per row.
 The ``each`` table times every bundled transform alone on the same batches (typical
 settings in ``EACH``), on dicts and on structs.
 
-Every round is printed; the summary takes the median of the rounds of each (each
-ratio from the medians). The garbage collector is tuned as in the worker. Usage:
+The ``each-blocks`` table times every bundled transform that has a block path (its class
+overrides ``transform_block``) alone on typed blocks (``RecordBlock(encoded=False)``, the
+path SparkSource's and FileSource's rows take: ``TransformChain.apply_block``) of
+``BATCH`` rows holding the same rows as the structs of ``each`` (the six fields as one
+pyarrow struct array, a topic column with one row in ten for ``tmp-orders``, a timestamp
+column, the ``trace`` header), and in the same round the same transform on those rows as
+batches of records (the structs of ``each``): µs per row on the block, µs per record,
+and their ratio. ``path`` says whether every block stayed a block (``block``) or the
+chain went on row by row (``rows``: then the block column is the cost of that).
+
+Every round is printed, except ``each``'s; the summary takes the median of the rounds of
+each (each ratio from the medians). The garbage collector is tuned as in the worker.
+Usage:
 
     python bench/transforms.py [--records 50000] [--rounds 5]
+                               [--tables chains,each,each-blocks]
 """
 
 from __future__ import annotations
@@ -56,6 +68,8 @@ from eos.api.schema import (
 )
 from eos.runtime.converters import JsonConverter
 from eos.transforms import TransformChain
+from eos.transforms.base import RowTransform
+from eos.transforms.registry import transform_class
 from services.worker_service import tune_gc, tune_malloc
 
 PARTITION = {"table": "orders"}
@@ -108,7 +122,9 @@ PATH_US = 5.0
 BATCH = 1000
 """Records a poll hands over (FileSource's and VerifiableSource's ``batch.size``): the
 record path transforms them as one batch (``TransformChain.apply_all``)."""
-"""The issue's typical record path, in µs of Python per record."""
+BLOCK_PASSES = 5
+"""``each-blocks``: passes over the blocks per round (a block step costs little a row)."""
+TABLES = ("chains", "each", "each-blocks")
 
 
 def chain(name: str) -> TransformChain:
@@ -181,11 +197,8 @@ def measure(kind: str, name: str, data: list[Any]) -> tuple[float, float, float,
     return timed(batch) / n, timed(one_by_one) / n, timed(path(False)) / n, timed(path(True)) / n
 
 
-def each_cost(kind: str, name: str, data: list[Any]) -> float | None:
-    """µs per record of one transform alone on batches of records (None: the transform
-    needs what these records lack)."""
-    if name.startswith("SetSchemaMetadata") and kind == "dicts":
-        return None
+def each_chain(name: str) -> TransformChain:
+    """The transform ``name`` alone, with its settings in ``EACH``."""
     props = {"transforms": "t", "transforms.t.type": name}
     props.update({f"transforms.t.{k}": v for k, v in EACH[name].items()})
     if name == "Filter":
@@ -193,10 +206,23 @@ def each_cost(kind: str, name: str, data: list[Any]) -> float | None:
             {"predicates": "p", "predicates.p.type": "TopicNameMatches",
              "predicates.p.pattern": "tmp-.*"}
         )  # fmt: skip
-    c = TransformChain.from_config(props)
+    return TransformChain.from_config(props)
+
+
+def each_topic(i: int) -> str:
+    """The topic of row ``i`` in ``each``: one in ten for Filter's predicate."""
+    return "tmp-orders" if i % 10 == 0 else "orders"
+
+
+def each_cost(kind: str, name: str, data: list[Any]) -> float | None:
+    """µs per record of one transform alone on batches of records (None: the transform
+    needs what these records lack)."""
+    if name.startswith("SetSchemaMetadata") and kind == "dicts":
+        return None
+    c = each_chain(name)
     schema = SCHEMA if kind == "structs" else None
     records = [
-        SourceRecord(PARTITION, {"i": i}, "tmp-orders" if i % 10 == 0 else "orders", v,
+        SourceRecord(PARTITION, {"i": i}, each_topic(i), v,
                      value_schema=schema, timestamp=STAMP, headers=[("trace", b"1")])
         for i, v in enumerate(data)
     ]  # fmt: skip
@@ -212,10 +238,10 @@ def each_cost(kind: str, name: str, data: list[Any]) -> float | None:
 BLOCK_CHAINS = ("route+header", "filter", "insert", "v2k", "three")
 
 
-def typed_block(rows: int) -> RecordBlock:
-    """A typed block of ``rows`` rows: the six fields of SCHEMA as one struct array."""
+def struct_array(rows: int) -> Any:
+    """The rows of :func:`values_of` as one pyarrow struct array of SCHEMA's fields."""
     pa: Any = importlib.import_module("pyarrow")
-    values = pa.array(
+    return pa.array(
         values_of(rows),
         pa.struct(
             [
@@ -228,7 +254,53 @@ def typed_block(rows: int) -> RecordBlock:
             ]
         ),
     )
+
+
+def typed_block(rows: int) -> RecordBlock:
+    """A typed block of ``rows`` rows: the six fields of SCHEMA as one struct array."""
+    values = struct_array(rows)
     return RecordBlock(PARTITION, {"i": rows}, "orders", values, value_schema=SCHEMA, encoded=False)
+
+
+def has_block_path(name: str) -> bool:
+    """Whether the transform ``name`` works on a block's columns (overrides
+    ``transform_block``; the others always go row by row)."""
+    cls = transform_class(name)
+    return issubclass(cls, RowTransform) and cls.transform_block is not RowTransform.transform_block
+
+
+def each_blocks(rows: int) -> list[RecordBlock]:
+    """The rows of ``each``'s structs as typed blocks of ``BATCH`` rows: the same values,
+    topics, timestamp and header."""
+    values = struct_array(rows)
+    blocks = []
+    for start in range(0, rows, BATCH):
+        end = min(start + BATCH, rows)
+        blocks.append(
+            RecordBlock(
+                PARTITION, {"i": end - 1}, "orders", values.slice(start, end - start),
+                topics=[each_topic(i) for i in range(start, end)],
+                timestamps=[STAMP] * (end - start), headers=(("trace", b"1"),),
+                value_schema=SCHEMA, encoded=False,
+            )
+        )  # fmt: skip
+    return blocks
+
+
+def each_block_cost(name: str, blocks: list[RecordBlock]) -> tuple[float, str]:
+    """µs per row of the transform ``name`` alone on ``blocks`` (``BLOCK_PASSES`` passes),
+    and ``block`` if every block stayed one, else ``rows``."""
+    c = each_chain(name)
+    out = [c.apply_block(b) for b in blocks]
+    path = "block" if all(r is None or isinstance(r, RecordBlock) for r in out) else "rows"
+
+    def run() -> None:
+        for _ in range(BLOCK_PASSES):
+            for block in blocks:
+                c.apply_block(block)
+
+    rows = sum(map(len, blocks)) * BLOCK_PASSES
+    return timed(run) / rows * 1e6, path
 
 
 def block_cost(name: str, rows: int = 1000, repeat: int = 50) -> float:
@@ -273,68 +345,128 @@ def block_cost(name: str, rows: int = 1000, repeat: int = 50) -> float:
     return timed(run) / (rows * repeat) * 1e6
 
 
+def tables_arg(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in TABLES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"one or more of {', '.join(TABLES)}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=5)
+    every = ",".join(TABLES)
+    parser.add_argument("--tables", type=tables_arg, default=list(TABLES),
+                        help=f"which tables, comma-separated (default: {every})")  # fmt: skip
     args = parser.parse_args()
     tune_gc()
     tune_malloc()
     data = {kind: values(kind, args.records) for kind in ("dicts", "structs")}
+    if "chains" in args.tables or "each" in args.tables:
+        chains_and_each(data, args.rounds, args.tables)
+    if "each-blocks" in args.tables:
+        blocks_beside_records(data["structs"], args.rounds)
+
+
+def chains_and_each(data: dict[str, list[Any]], rounds: int, tables: list[str]) -> None:
+    """The chains table (and its block rows) and the ``each`` table, in the same rounds."""
     results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     blocks: dict[str, list[float]] = {}
     each: dict[tuple[str, str], list[float]] = {}
     head = "| chain µs | one by one µs | path µs | path+chain µs | rate | at 5 µs |"
-    print(f"| round | record | chain {head}")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
-    for round_no in range(args.rounds + 1):  # round 0 warms up and is reported as such
+    if "chains" in tables:
+        print(f"| round | record | chain {head}")
+        print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    for round_no in range(rounds + 1):  # round 0 warms up and is reported as such
+        label = "warm-up" if round_no == 0 else str(round_no)
         for kind in data:
-            for name in CHAINS:
+            for name in CHAINS if "chains" in tables else ():
                 alone, single, path, full = measure(kind, name, data[kind])
-                label = "warm-up" if round_no == 0 else str(round_no)
                 print(
                     f"| {label} | {kind} | {name} | {alone:.2f} | {single:.2f} | {path:.2f} | "
                     f"{full:.2f} | {path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
                 )
                 if round_no:
                     results.setdefault((kind, name), []).append((alone, single, path, full))
-            for name in EACH:
+            for name in EACH if "each" in tables else ():
                 cost = each_cost(kind, name, data[kind])
                 if round_no and cost is not None:
                     each.setdefault((kind, name), []).append(cost)
-        for name in BLOCK_CHAINS:
+        for name in BLOCK_CHAINS if "chains" in tables else ():
             cost = block_cost(name)
             print(
-                f"| {'warm-up' if round_no == 0 else round_no} | block | {name} | "
+                f"| {label} | block | {name} | "
                 f"{cost:.3f} per row | | | | | {PATH_US / (PATH_US + cost):.2f} |"
             )
             if round_no:
                 blocks.setdefault(name, []).append(cost)
-    print("\nSummary (median of the rounds; the fastest and slowest chain alone in brackets):\n")
-    print(f"| record | chain {head}")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for (kind, name), rows in results.items():
-        alone, single, path, full = (statistics.median(r[i] for r in rows) for i in range(4))
-        low, high = min(r[0] for r in rows), max(r[0] for r in rows)
+    if "chains" in tables:
         print(
-            f"| {kind} | {name} | {alone:.2f} ({low:.2f} to {high:.2f}) | {single:.2f} | "
-            f"{path:.2f} | {full:.2f} | {path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
+            "\nSummary (median of the rounds; the fastest and slowest chain alone in brackets):\n"
         )
-    print("\nEach transform alone on a batch, µs per record (median of the rounds):\n")
-    print("| transform | dicts | structs | at 5 µs (structs) |")
-    print("|---|---:|---:|---:|")
-    for name in EACH:
-        medians = [statistics.median(each[(kind, name)]) if each.get((kind, name)) else None
-                   for kind in ("dicts", "structs")]  # fmt: skip
-        shown = " | ".join("" if m is None else f"{m:.2f}" for m in medians)
-        last = medians[-1]
-        at_5 = "" if last is None else f"{PATH_US / (PATH_US + last):.2f}"
-        print(f"| {name} | {shown} | {at_5} |")
-    print()
-    for name, costs in blocks.items():
-        cost = statistics.median(costs)
-        cost_row = f"{cost:.3f} per row | | | | |"
-        print(f"| block | {name} | {cost_row} {PATH_US / (PATH_US + cost):.2f} |")
+        print(f"| record | chain {head}")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for (kind, name), rows in results.items():
+            alone, single, path, full = (statistics.median(r[i] for r in rows) for i in range(4))
+            low, high = min(r[0] for r in rows), max(r[0] for r in rows)
+            print(
+                f"| {kind} | {name} | {alone:.2f} ({low:.2f} to {high:.2f}) | {single:.2f} | "
+                f"{path:.2f} | {full:.2f} | {path / full:.2f} | {PATH_US / (PATH_US + alone):.2f} |"
+            )
+    if "each" in tables:
+        print("\nEach transform alone on a batch, µs per record (median of the rounds):\n")
+        print("| transform | dicts | structs | at 5 µs (structs) |")
+        print("|---|---:|---:|---:|")
+        for name in EACH:
+            medians = [statistics.median(each[(kind, name)]) if each.get((kind, name)) else None
+                       for kind in ("dicts", "structs")]  # fmt: skip
+            shown = " | ".join("" if m is None else f"{m:.2f}" for m in medians)
+            last = medians[-1]
+            at_5 = "" if last is None else f"{PATH_US / (PATH_US + last):.2f}"
+            print(f"| {name} | {shown} | {at_5} |")
+    if "chains" in tables:
+        print()
+        for name, costs in blocks.items():
+            cost = statistics.median(costs)
+            cost_row = f"{cost:.3f} per row | | | | |"
+            print(f"| block | {name} | {cost_row} {PATH_US / (PATH_US + cost):.2f} |")
+
+
+def blocks_beside_records(structs: list[Any], rounds: int) -> None:
+    """The ``each-blocks`` table: each transform with a block path alone on typed blocks
+    and, in the same round, on the same rows as batches of records."""
+    names = [name for name in EACH if has_block_path(name)]
+    blocks = each_blocks(len(structs))
+    costs: dict[str, list[tuple[float, float]]] = {}
+    paths: dict[str, set[str]] = {}
+    head = "| block µs/row | records µs/record | block ÷ records | path |"
+    print(f"\nEach transform with a block path alone on typed blocks of {BATCH} rows "
+          f"beside batches of records of the same rows (each-blocks):\n")  # fmt: skip
+    print(f"| round | transform {head}")
+    print("|---:|---|---:|---:|---:|---|")
+    for round_no in range(rounds + 1):  # round 0 warms up and is reported as such
+        label = "warm-up" if round_no == 0 else str(round_no)
+        for name in names:
+            block, path = each_block_cost(name, blocks)
+            records = each_cost("structs", name, structs)
+            assert records is not None  # every transform takes structs
+            print(f"| {label} | {name} | {block:.3f} | {records:.2f} | {block / records:.3f} "
+                  f"| {path} |")  # fmt: skip
+            paths.setdefault(name, set()).add(path)
+            if round_no:
+                costs.setdefault(name, []).append((block, records))
+    print("\nSummary (median of the rounds; the ratio from the medians):\n")
+    print(f"| transform {head}")
+    print("|---|---:|---:|---:|---|")
+    for name, rows in costs.items():
+        block = statistics.median(r[0] for r in rows)
+        records = statistics.median(r[1] for r in rows)
+        path = "/".join(sorted(paths[name]))
+        print(f"| {name} | {block:.3f} | {records:.2f} | {block / records:.3f} | {path} |")
+    others = [name for name in EACH if name not in names]
+    print(f"\nRow by row on any block (no block path): {', '.join(others)}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,12 @@ that may succeed later: the ``errors.*`` settings at work (Kafka Connect's
   :class:`~eos.errors.RetriableError` again, waiting 300 ms, 600 ms, … (at most
   ``errors.retry.delay.max.ms``) until ``errors.retry.timeout`` has passed; then the last
   error fails the task (its message names the registry's URL).
-- ``errors.log.enable``: one log line per failed record (with its key and value under
-  ``errors.log.include.messages``).
+- ``errors.log.enable``: one log line per failed record, tolerated or not (Connect's
+  ``LogReporter`` reports before the task fails): the task's connector and number (the
+  task's bound logger), the stage, the step, the error's class and message, and where the
+  record is (topic, source partition and offset). Its key and value only under
+  ``errors.log.include.messages``, which is off by default: records may hold what must
+  not be logged. No traceback (a dead letter's context headers carry one).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, TypeVar
 from eos.config.error_handling import ErrorHandling
 from eos.errors import EosError, RetriableError, TaskError
 from eos.runtime.clock import Clock
-from eos.runtime.dead_letters import DeadLetters, Failure
+from eos.runtime.dead_letters import DeadLetters, Failure, qualified_name
 from eos.runtime.observer import TaskObserver
 
 T = TypeVar("T")
@@ -75,6 +79,7 @@ class ErrorHandler:
             "source_partition": dict(record.source_partition),
             "source_offset": None if record.source_offset is None else dict(record.source_offset),
             "error": str(fatal),
+            "exception": qualified_name(failure.error),
             "tolerated": tolerated,
         }
         if self.settings.log_include_messages:
