@@ -10,12 +10,15 @@ Part 1, converters alone (no Kafka), µs per record, every round printed:
                    but the final bytes, all alive at once as a block's are)
   protobuf-rows    the Protobuf converter, one record at a time (a message per record)
   protobuf-arrow   the Protobuf converter on a whole Arrow column (protobuf_arrow.py)
+  json-rows        Connect's JsonConverter (schemas.enable=true, the envelope), one record
+                   at a time (SparkSource's rows under JSON with schemas before json_arrow.py)
+  json-arrow       the same converter on the whole Arrow column (json_arrow.py: no Python
+                   object per row but the final bytes, the same bytes as json-rows)
   jsonschema-rows  the JSON Schema converter, one record at a time
-  jsonschema-block the JSON Schema converter on the Arrow column (at once where the JSON
-                   converter writes it so; SparkSource's sample rows, with decimals and
-                   timestamps, go row by row, the writer looked up once a block)
+  jsonschema-block the JSON Schema converter on the Arrow column (written whole by
+                   json_arrow.py as the JSON converter's, behind the writer's header)
 on VerifiableSource-like records (Part 1a) and on SparkSource's sample rows (Part 1b, the
-rows and blocks of each format).
+rows and blocks of each format; json-rows and json-arrow in Part 1b only).
 
 Part 2, SparkSource in a worker, exactly-once, the same Parquet rows, rounds alternating:
   json    the default converters (Spark writes the JSON)
@@ -139,7 +142,9 @@ def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[f
         ("avro", AVRO), ("protobuf", PROTOBUF), ("jsonschema", JSON_SCHEMA))}  # fmt: skip
     blocks = {"avro": "avro-arrow", "protobuf": "protobuf-arrow", "jsonschema": "jsonschema-block"}
     rows = {"avro": "avro-fastavro", "protobuf": "protobuf-rows", "jsonschema": "jsonschema-rows"}
-    out: dict[str, list[float]] = {"json-stdlib": [], "json-schemas": []}
+    connect_json = make_converter(JSON_SCHEMAS)
+    out: dict[str, list[float]] = {k: [] for k in ("json-stdlib", "json-schemas", "json-rows",
+                                                   "json-arrow")}  # fmt: skip
     for name in typed:
         out[rows[name]], out[blocks[name]] = [], []
     plain = table.to_pylist()
@@ -149,6 +154,10 @@ def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[f
         )
         out["json-schemas"].append(_time(
             lambda: _each(partial(orjson.from_connect_data, "t", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
+        out["json-rows"].append(_time(
+            partial(_each, partial(connect_json.from_connect_data, "t", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip
+        out["json-arrow"].append(_time(
+            partial(connect_json.from_connect_block, "t", schema, columns), n))  # type: ignore[attr-defined]  # fmt: skip
         for name, conv in typed.items():
             topic = f"bench-sample-{name}"
             out[rows[name]].append(_time(

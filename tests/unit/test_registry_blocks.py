@@ -83,7 +83,7 @@ def test_json_schema_strings_and_flat_structs_at_once(strings: list[str]) -> Non
 
 def test_json_schema_writes_other_columns_row_by_row_looking_the_writer_up_once() -> None:
     # maps of other than string keys are written as {"key","value"} objects by JSON Schema
-    # (not as the JSON converter's pairs); decimals, timestamps and nulls are left to rows
+    # (not as the JSON converter's pairs); a block with a null row is left to rows
     schema = (
         SchemaBuilder.struct().field("m", SchemaBuilder.map(INT64_SCHEMA, STRING_SCHEMA).build())
         .field("dec", Decimal.builder(2).optional().build())

@@ -166,6 +166,9 @@ def _b64(value: Any) -> str:
 class _Compiler:
     """Compiles a schema into a function from its Connect values to orjson input."""
 
+    ENTRY_MAPS = False
+    """Maps but those of required string keys as ``{"key","value"}`` objects (JSON Schema)."""
+
     def __init__(self, decimal_numeric: bool, replace_null_with_default: bool) -> None:
         self.decimal_numeric = decimal_numeric
         self.replace_null = replace_null_with_default
@@ -365,13 +368,13 @@ class JsonConverter(SchemaConverter):
         self, topic: str, schema: Schema | None, column: Any
     ) -> list[bytes | None]:
         """The rows :func:`column_rows` writes at once, any other column row by row."""
-        rows, column = column_rows(schema, column)
+        rows, column = column_rows(schema, column, self._compiler)
         if rows is None:
             return super().from_connect_block(topic, schema, column)
         if self.schemas_enable:
             assert schema is not None  # column_rows needs one
             head = b'{"schema":' + self._for(schema)[2] + b',"payload":'
-            rows = [head + o + b"}" for o in rows]
+            rows = [b"".join((head, o, b"}")) for o in rows]
         return cast(list[bytes | None], rows)
 
     def convert(self, topic: str, value: Any) -> bytes | None:
@@ -403,24 +406,32 @@ def _dumps(value: Any) -> bytes:
 _STR = {str}
 
 
-def column_rows(schema: Schema | None, column: Any) -> tuple[list[bytes] | None, Any]:
+def column_rows(
+    schema: Schema | None, column: Any, compiler: _Compiler | None = None
+) -> tuple[list[bytes] | None, Any]:
     """A block's column written at once, in the bytes of its values one by one: a list of
     plain STRING values (FileSource's lines) through orjson in one C loop, lines after
-    HoistField (and InsertField) a :class:`TextStruct` at a time, a flat struct column a
-    child at a time (:mod:`~eos.runtime.converters.json_columns`), Jackson's escapes fixed
-    only where a value needs them. None otherwise, with the column as the row path takes
-    it (a TextStruct as its Arrow struct column)."""
+    HoistField (and InsertField) a :class:`TextStruct` at a time, with ``compiler`` (the
+    converter's) an Arrow column whole (:mod:`~eos.runtime.converters.json_arrow`:
+    SparkSource's rows, any type), without one a flat struct column a child at a time
+    (:mod:`~eos.runtime.converters.json_columns`); Jackson's escapes fixed only where a
+    value needs them. None otherwise, with the column as the row path takes it (a
+    TextStruct as its Arrow struct column)."""
     if (
         schema is not None and schema.type is SchemaType.STRING and schema.name is None
         and type(column) is list and set(map(type, column)) == _STR
     ):  # fmt: skip
         return _as_jackson_rows(list(map(orjson.dumps, column))), column
-    rows = None
     if type(column) is TextStruct:  # lines after HoistField (and InsertField)
         rows = text_rows(schema, column)
-        column = column if rows is not None else column.to_arrow()
-    if rows is None:
-        rows = struct_rows(schema, column)
+        if rows is not None:
+            return _as_jackson_rows(rows), column
+        column = column.to_arrow()
+    if compiler is not None and schema is not None and hasattr(column, "type"):
+        from eos.runtime.converters.json_arrow import encode_column
+
+        return encode_column(column, schema, compiler), column  # its escapes fixed
+    rows = struct_rows(schema, column)
     return (None if rows is None else _as_jackson_rows(rows)), column
 
 

@@ -12,8 +12,8 @@ parameters ``connect.parameters``, its default ``default``; an optional schema i
 ``{"oneOf":[{"type":"null"},…]}``. Values are the JSON Connect's JsonConverter writes
 (:mod:`.json`), maps with other than string keys as ``{"key","value"}`` objects. A
 block's column is written at once where the JSON converter writes it so (the same bytes:
-plain strings, FileSource's lines, flat struct columns of integers, booleans and strings,
-see :func:`~eos.runtime.converters.json.column_rows`), any other row by row.
+plain strings, FileSource's lines, Arrow columns of any type, SparkSource's rows among
+them, see :func:`~eos.runtime.converters.json.column_rows`), any other row by row.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ _NUMBERS = {
 
 class _EntryCompiler(_Compiler):
     """Connect's JSON, but maps without string keys as ``{"key","value"}`` objects."""
+
+    ENTRY_MAPS = True
 
     def _map(self, schema: Schema) -> ToJson:
         assert schema.key_schema is not None
@@ -61,7 +63,9 @@ class JsonSchemas:
         if schema.parameters:
             base["connect.parameters"] = dict(schema.parameters)
         if schema.default is not None:
-            base["default"] = self.compiler.compile(schema)(schema.default)
+            # the row path's JSON of the default (a float32's shortest text, a numeric
+            # decimal's digits), as a plain value for the schema's own json.dumps
+            base["default"] = json.loads(_dumps(self.compiler.compile(schema)(schema.default)))
         if schema.optional:
             base = {"oneOf": [{"type": "null"}, base]}
         if index is not None:
@@ -125,11 +129,12 @@ class JsonSchemaConverter(RegistryConverter):
     def from_connect_block(
         self, topic: str, schema: Schema | None, column: Any
     ) -> list[bytes | None]:
-        rows, column = column_rows(schema, column) if schema is not None else (None, column)
+        if schema is None:
+            return super().from_connect_block(topic, schema, column)
+        rows, column = column_rows(schema, column, self._compiler)
         if rows is None:
             return super().from_connect_block(topic, schema, column)
         if not rows:
             return []
-        assert schema is not None
         header = self.writer(topic, schema).header
         return [header + row for row in rows]
