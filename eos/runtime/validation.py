@@ -1,8 +1,10 @@
 """Validating a connector config against its plugin: the checks of
 :mod:`eos.config.connector` that need only the settings, the connector's own
 ``validate()`` and ``config_def()``, its ``transforms`` and ``predicates``
-(:mod:`eos.transforms.validation`), its ``errors.*`` (a dead-letter topic that is an offsets
-topic), and the pre-flight checks of
+(:mod:`eos.transforms.validation`), its converters' own settings (``key.converter.*``,
+``value.converter.*``: eos's converters configured as a task would, nothing contacted; a
+class path's converter only loaded), its ``errors.*`` (a dead-letter topic that is an
+offsets topic), and the pre-flight checks of
 ``exactly.once.support`` and ``transaction.boundary`` (docs/exactly-once.md).
 Run on create, config update and validate."""
 
@@ -21,7 +23,8 @@ from eos.config.connector import (
 )
 from eos.config.error_handling import error_problems
 from eos.config.worker import WorkerConfig
-from eos.errors import ConfigError
+from eos.errors import ConfigError, PluginError
+from eos.runtime.converters import CONVERTERS, converter_class, make_converter
 from eos.runtime.converters.decode import decodable
 from eos.transforms import validation as transforms
 
@@ -124,12 +127,46 @@ def _transform_problems(
     return [Problem(e.key, str(e), e) for e in transforms.problems(props, encoded_by=encoded_by)]
 
 
+def _converter_problems(props: Mapping[str, str]) -> list[Problem]:
+    """What a task would find configuring its key and value converters: a class that does
+    not load, or (eos's own converters) a setting of theirs missing or bad, under the
+    setting's full name (``value.converter.schema.registry.url``)."""
+    problems = []
+    for which in ("key", "value"):
+        setting = f"{which}.converter"
+        name = str(props.get(setting) or "json")
+        prefix = setting + "."
+        own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
+        try:
+            if name not in CONVERTERS and name.lower() not in CONVERTERS:
+                converter_class(name)  # a user's: loaded only, never configured here
+                continue
+            converter = make_converter(name, own, which == "key")
+        except PluginError as exc:
+            problems.append(Problem.of(setting, name, str(exc)))
+            continue
+        except ConfigError as exc:
+            key = exc.key if exc.key.startswith(setting) else prefix + exc.key
+            error = ConfigError(key, exc.value, exc.allowed.replace("<key|value>", which))
+            problems.append(Problem(key, str(error), error))
+            continue
+        except Exception as exc:  # a setting the converter's own parsing tripped over
+            problems.append(Problem.of(setting, name, f"its settings cannot be used: {exc}"))
+            continue
+        close = getattr(converter, "close", None)
+        if callable(close):
+            close()
+    return problems
+
+
 def _all_problems(
     props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
 ) -> list[Problem]:
     problems = settings_problems(props, worker)
     if connector is not None:
         problems += _connector_problems(props, connector)
+    if not any(p.key in ("key.converter", "value.converter") for p in problems):
+        problems += _converter_problems(props)
     problems += _transform_problems(props, connector)
     offsets_topics = (str(props.get("offsets.storage.topic") or worker.offsets_topic),)
     problems += [Problem(e.key, str(e), e) for e in error_problems(props, offsets_topics)]

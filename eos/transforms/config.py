@@ -173,6 +173,8 @@ def _make(
         try:
             instance.configure(settings)
         except ConfigError as exc:
+            if prefix + exc.key == type_key:  # about the step as a whole: its type as set
+                exc = ConfigError(exc.key, name, exc.allowed)
             found.append(prefixed(exc, prefix))
         except Exception as exc:
             found.append(ConfigError(type_key, name, f"configuring it failed: {exc!r}"))

@@ -527,3 +527,36 @@ def test_check_connector_raises_the_first_problem_in_order() -> None:
     settings = props(**{"tasks.max": "0", "exactly.once.support": "required"})
     with pytest.raises(ConfigError, match=r"'tasks\.max'"):
         check_connector(settings, worker(), Fake(None))
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "words"),
+    [
+        ({"value.converter": "io.confluent.connect.avro.AvroConverter"},
+         "value.converter.schema.registry.url", "schema registry"),
+        ({"key.converter": "io.confluent.connect.protobuf.ProtobufConverter",
+          "key.converter.schema.registry.url": "http://127.0.0.1:1",
+          "key.converter.basic.auth.credentials.source": "SASL_INHERIT"},
+         "key.converter.basic.auth.credentials.source", "USER_INFO"),
+        ({"value.converter": "json", "value.converter.decimal.format": "WORDS"},
+         "value.converter.decimal.format", "NUMERIC"),
+        ({"value.converter": "no.such.module.Converter"}, "value.converter", "no.such"),
+    ],
+)  # fmt: skip
+def test_converter_settings_are_validated_as_a_task_would_configure_them(
+    settings: dict[str, str], key: str, words: str
+) -> None:
+    reported = validate_connector(props(**settings), worker(), None)
+    assert len(reported[key]) == 1, reported
+    assert words in reported[key][0]
+    with pytest.raises(ConfigError) as raised:
+        check_connector(props(**settings), worker(), None)
+    assert raised.value.key == key
+
+
+def test_a_registry_converter_with_its_url_validates_without_reaching_the_registry() -> None:
+    settings = props(**{
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": "http://127.0.0.1:1",  # nothing listens
+    })  # fmt: skip
+    assert not any(validate_connector(settings, worker(), None).values())

@@ -247,6 +247,8 @@ def test_settings_of_bundled_transforms(settings: dict[str, str], key: str, says
     e = error({"transforms": "t", **settings})
     assert e.key == key
     assert says in str(e)
+    if key == "transforms.t.type":  # the value shown is the type as the user set it
+        assert e.value == settings[key]
 
 
 def test_duplicate_aliases_are_the_frameworks_check() -> None:
