@@ -204,7 +204,7 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -329,7 +329,7 @@ class DevKafka:
     def _check_ports_free(self, state: ClusterState) -> None:
         for node in state.nodes:
             for p in (node.port, node.controller_port):
-                if _port_open(p):
+                if port_open(p):
                     raise DevKafkaError(
                         f"port {p} on 127.0.0.1 is already in use: stop what listens there "
                         "or pass --port with another base port (0 picks free ports)"

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from eos.errors import DevKafkaError
-from services.dev_kafka import DevKafka, _port_open, cache_dir, free_ports
+from services.dev_kafka import DevKafka, cache_dir, free_ports, port_open
 from services.file_lock import file_lock
 
 VERSION = "3.3.3"
@@ -348,7 +348,7 @@ def _check_ports_free(port: int, *, tls: bool) -> None:
     if tls:
         ports.append((port + 2, "HTTPS port (--port + 2)"))
     for taken, role in ports:
-        if _port_open(taken):
+        if port_open(taken):
             raise DevRegistryError(
                 f"port {taken} on 127.0.0.1, the registry's {role}, is already in use: stop "
                 "what listens there or pass another --port (0 picks free ports)"
