@@ -71,6 +71,15 @@ class Gateway:
             **extra,
         }
 
+    def url_credentials(self, password: str) -> dict[str, str]:
+        """The same settings with the credentials in the URL (source ``URL``)."""
+        settings = self.settings(**{
+            "schema.registry.url": self.proxy.url(f"{USER}:{password}@"),
+            "basic.auth.credentials.source": "URL",
+        })  # fmt: skip
+        del settings["basic.auth.user.info"]
+        return settings
+
 
 def _gateway(
     registry: RegistryState, directory: Path, max_version: ssl.TLSVersion
@@ -202,11 +211,7 @@ def test_other_ways_to_give_the_client_certificate_and_credentials(
         for name in ("ca", "certificate", "key"):
             del settings[f"schema.registry.ssl.{name}.location"]
     else:
-        settings = gateway.settings(**{
-            "schema.registry.url": gateway.proxy.url(f"{USER}:{PASSWORD}@"),
-            "basic.auth.credentials.source": "URL",
-        })  # fmt: skip
-        del settings["basic.auth.user.info"]
+        settings = gateway.url_credentials(PASSWORD)
         if form.endswith("no source set"):  # Confluent's default source is URL
             del settings["basic.auth.credentials.source"]
     _write_and_read(gateway, reader, settings)
@@ -228,11 +233,7 @@ def test_refused_credentials_are_one_line_naming_the_settings_without_the_secret
         settings = gateway.settings()
         del settings["basic.auth.credentials.source"], settings["basic.auth.user.info"]
     else:
-        settings = gateway.settings(**{
-            "schema.registry.url": gateway.proxy.url(f"{USER}:{WRONG}@"),
-            "basic.auth.credentials.source": "URL",
-        })  # fmt: skip
-        del settings["basic.auth.user.info"]
+        settings = gateway.url_credentials(WRONG)
     before = len(gateway.proxy.seen)
     refused = converter(settings)
     with pytest.raises(SchemaRegistryError) as at_start:

@@ -68,7 +68,7 @@ def test_json_schema_strings_and_flat_structs_at_once(strings: list[str]) -> Non
     rows = [{"id": i - 2**62, "tiny": -i, "ok": i % 2 == 0, "s": s}
             for i, s in enumerate(strings)]  # fmt: skip
     column = pa.array(rows, FLAT_ARROW)
-    assert column_rows(FLAT, column)[0] is not None, "written at once"
+    assert column_rows(FLAT, column, conv._compiler)[0] is not None, "written at once"
     expected = by_rows(conv, FLAT, [Struct(FLAT, r) for r in rows])
     assert conv.from_connect_block("t", FLAT, column) == expected
     lines = SchemaBuilder.struct().field("line", STRING_SCHEMA).field("src", STRING_SCHEMA).build()

@@ -46,7 +46,6 @@ from eos.api.schema import (
 )
 from eos.errors import ConfigError, DataError
 from eos.runtime.converters.base import Headers, SchemaConverter, flag
-from eos.runtime.converters.json_columns import struct_rows
 from eos.transforms.text_struct import TextStruct, text_rows
 
 ToJson = Callable[[Any], Any]
@@ -407,16 +406,15 @@ _STR = {str}
 
 
 def column_rows(
-    schema: Schema | None, column: Any, compiler: _Compiler | None = None
+    schema: Schema | None, column: Any, compiler: _Compiler
 ) -> tuple[list[bytes] | None, Any]:
     """A block's column written at once, in the bytes of its values one by one: a list of
     plain STRING values (FileSource's lines) through orjson in one C loop, lines after
-    HoistField (and InsertField) a :class:`TextStruct` at a time, with ``compiler`` (the
-    converter's) an Arrow column whole (:mod:`~eos.runtime.converters.json_arrow`:
-    SparkSource's rows, any type), without one a flat struct column a child at a time
-    (:mod:`~eos.runtime.converters.json_columns`); Jackson's escapes fixed only where a
-    value needs them. None otherwise, with the column as the row path takes it (a
-    TextStruct as its Arrow struct column)."""
+    HoistField (and InsertField) a :class:`TextStruct` at a time, an Arrow column whole
+    with ``compiler`` (the converter's; :mod:`~eos.runtime.converters.json_arrow`:
+    SparkSource's rows, any type); Jackson's escapes fixed only where a value needs them.
+    None otherwise, with the column as the row path takes it (a TextStruct as its Arrow
+    struct column)."""
     if (
         schema is not None and schema.type is SchemaType.STRING and schema.name is None
         and type(column) is list and set(map(type, column)) == _STR
@@ -427,12 +425,11 @@ def column_rows(
         if rows is not None:
             return _as_jackson_rows(rows), column
         column = column.to_arrow()
-    if compiler is not None and schema is not None and hasattr(column, "type"):
+    if schema is not None and hasattr(column, "type"):
         from eos.runtime.converters.json_arrow import encode_column
 
         return encode_column(column, schema, compiler), column  # its escapes fixed
-    rows = struct_rows(schema, column)
-    return (None if rows is None else _as_jackson_rows(rows)), column
+    return None, column
 
 
 def _as_jackson_rows(rows: list[bytes]) -> list[bytes]:
