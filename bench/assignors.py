@@ -31,7 +31,7 @@ import argparse
 import os
 import sys
 
-from eos.runtime.assignors import AssignorSettings, make_assignor
+from eos.runtime.cluster.assignors import AssignorSettings, make_assignor
 from tests.assignor_rounds import Cluster, RoundReport
 
 ASSIGNORS = ("round-robin", "sticky", "cooperative", "failover")

@@ -63,9 +63,9 @@ from worker_run import (
     spark_connector,
 )
 
+from eos.converters import make_converter
+from eos.converters.json import _COMPACT
 from eos.kafka.admin import ensure_topic
-from eos.runtime.converters import make_converter
-from eos.runtime.converters.json import _COMPACT
 from services.connectors.verifiable import PADDED_SCHEMA, record_value
 from services.dev_registry import DevRegistry
 

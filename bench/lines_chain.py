@@ -28,7 +28,7 @@ from collections.abc import Callable
 from peers import THREE  # beside this script: python puts its folder first on the path
 
 from eos.api import RecordBlock
-from eos.runtime.converters import JsonConverter, encode_block
+from eos.converters import JsonConverter, encode_block
 from eos.transforms import TransformChain
 from eos.transforms.text_struct import arrow_of
 from services.connectors.file import lines_block

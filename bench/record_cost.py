@@ -3,7 +3,7 @@
 FileSource's task reads a file of ``--lines`` lines of 100 bytes (its defaults, its
 thread-pool reads run inline) and hands them over in record blocks; every block goes
 through the record path's encoding of typed blocks (JSON converters, the values a
-STRING column, :func:`~eos.runtime.converters.encode_block`) and its rows into a
+STRING column, :func:`~eos.converters.encode_block`) and its rows into a
 librdkafka producer's ``produce()`` (no broker: the records only queue), and the send
 step keeps the offsets of each poll batch. Timed with the thread's CPU clock
 (``time.thread_time``), so other load on the machine disturbs it less than a wall clock;
@@ -16,7 +16,7 @@ every round is printed and the summary takes the median of the rounds of each st
 ``--records``: the per-record path instead, with LineRecordSource's task
 (bench/line_records.py: FileSource handing over a SourceRecord per line), each stage
 apart. This is the path of records the runtime does not fold into blocks
-(eos/runtime/record_runs.py: records with headers, schemas built per record, a task that
+(eos/runtime/task/record_runs.py: records with headers, schemas built per record, a task that
 overrides ``commit_record``, a schema registry); bench/peers.py's ``eos-file-records-*``
 rows, whose records fold, run the block stages above instead:
 
@@ -57,13 +57,13 @@ from confluent_kafka import Producer
 from line_records import LineRecordTask
 
 from eos.api import RecordBlock, SourceRecord
-from eos.runtime.converters import encode_block
-from eos.runtime.converters.json import JsonConverter
-from eos.runtime.producers.aiokafka import _OpenBatch, _Segment
-from eos.runtime.producers.base import Outgoing, count_records
-from eos.runtime.record_path import RecordPath
-from eos.runtime.source_task import _keep_offsets
-from eos.runtime.task_deps import TaskDeps, TaskSpec
+from eos.converters import encode_block
+from eos.converters.json import JsonConverter
+from eos.runtime.task.producers.aiokafka import _OpenBatch, _Segment
+from eos.runtime.task.producers.base import Outgoing, count_records
+from eos.runtime.task.record_path import RecordPath
+from eos.runtime.task.source_task import _keep_offsets
+from eos.runtime.task.task_deps import TaskDeps, TaskSpec
 from eos.storage.offset_log import OffsetBatch
 from services.connectors.file import FileSourceTask
 from services.worker_service import tune_gc

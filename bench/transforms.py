@@ -66,7 +66,7 @@ from eos.api.schema import (
     SchemaBuilder,
     Struct,
 )
-from eos.runtime.converters import JsonConverter
+from eos.converters import JsonConverter
 from eos.transforms import TransformChain
 from eos.transforms.base import RowTransform
 from eos.transforms.registry import transform_class

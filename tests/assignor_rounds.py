@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eos.runtime.assignment import LeaderView, decode_members, lead_round
-from eos.runtime.assignors import Assignment, AssignmentRequest, Assignor, Member, TaskId
-from eos.runtime.group_metadata import MemberMetadata
+from eos.runtime.cluster.assignment import LeaderView, decode_members, lead_round
+from eos.runtime.cluster.assignors import Assignment, AssignmentRequest, Assignor, Member, TaskId
+from eos.runtime.cluster.group_metadata import MemberMetadata
 from eos.storage.config_log import ConfigSnapshot
 
 Item = str | TaskId

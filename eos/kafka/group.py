@@ -4,7 +4,7 @@ A thin layer over aiokafka's protocol classes (aiokafka's consumer coordinator
 is consumer-specific): FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup and DescribeGroups, each one request to the group's coordinator.
 Answers come back as plain values with the broker's error code; deciding what
-an error means for the member is :mod:`eos.runtime.membership`'s job.
+an error means for the member is :mod:`eos.runtime.cluster.membership`'s job.
 
 A request that cannot reach the coordinator (connection refused, timed out,
 coordinator not known) raises :class:`~eos.errors.CoordinatorNotAvailable`

@@ -15,7 +15,7 @@ on this worker, :func:`decide` says what to do now, from what is known of it
   from 0 again.
 
 :class:`RestartBook` keeps the records; the coordinator's auto-restart duty
-(:mod:`eos.runtime.coordinator.auto_restarts`) applies the decisions and the
+(:mod:`eos.runtime.cluster.coordinator.auto_restarts`) applies the decisions and the
 supervisor writes what the book says into the unit's status.
 """
 

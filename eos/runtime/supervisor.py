@@ -1,16 +1,16 @@
 """The supervisor: starts and stops this worker's connectors and tasks, each in its own
 cancel scope inside the supervisor's task group, and writes their statuses (the
-coordinator's :class:`~eos.runtime.coordinator.ports.Units`).
+coordinator's :class:`~eos.runtime.cluster.coordinator.ports.Units`).
 
 A task is built here (:meth:`Supervisor._make_runner`): its converters and transforms
 (from the connector's config: task configs may lack ``transforms.*``), its offset
 readers (one shared reader per offsets topic on this worker), its start gate
-(:mod:`eos.runtime.start_gate`) and its producer's batch size. Stopping is
+(:mod:`eos.runtime.task.start_gate`) and its producer's batch size. Stopping is
 two-phase with one deadline (``task.shutdown.graceful.timeout.ms``): every task is
 asked to stop and given until the deadline to commit what it polled; what is still
 running then is cancelled. A FAILED connector or task stays until it is stopped,
 restarted (by a user, or by the auto-restart duty:
-:mod:`eos.runtime.coordinator.auto_restarts`) or its connector removed; the statuses
+:mod:`eos.runtime.cluster.coordinator.auto_restarts`) or its connector removed; the statuses
 written here carry what the :class:`~eos.runtime.auto_restart.RestartBook` says of
 its automatic restarts.
 """
@@ -30,23 +30,23 @@ from eos.acls.rules import output_topics as declared_topics
 from eos.config.connector import ConnectorConfig
 from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
+from eos.converters import make_converter
 from eos.errors import ConflictError
 from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
-from eos.runtime.at_least_once_task import AtLeastOnceTask
 from eos.runtime.auto_restart import RestartBook, Unit
 from eos.runtime.clock import Clock
+from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
+from eos.runtime.cluster.coordinator.state import ClusterState
 from eos.runtime.connector_actor import ConnectorActor
-from eos.runtime.converters import make_converter
-from eos.runtime.coordinator.leader_requests import LeaderRequests
-from eos.runtime.coordinator.state import ClusterState
-from eos.runtime.exactly_once_task import ExactlyOnceTask, boundary_policy
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
-from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
-from eos.runtime.start_gate import StartChecks
+from eos.runtime.task.at_least_once_task import AtLeastOnceTask
+from eos.runtime.task.exactly_once_task import ExactlyOnceTask, boundary_policy
+from eos.runtime.task.source_task import SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.task.start_gate import StartChecks
 from eos.runtime.topic_tracker import TopicTracker
 from eos.state import State
 from eos.storage.offset_log import CombinedOffsetReader, OffsetLog

@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from eos.config.worker import WorkerConfig
 from eos.errors import EosError
 from eos.runtime.clock import Clock
-from eos.runtime.source_task import TaskSpec
+from eos.runtime.task.source_task import TaskSpec
 from eos.storage.config_log import ConfigLog
 from eos.storage.status_log import ActiveTopic, StatusLog
 

@@ -23,9 +23,9 @@ from eos.config.connector import (
 )
 from eos.config.error_handling import error_problems
 from eos.config.worker import WorkerConfig
+from eos.converters import CONVERTERS, converter_class, make_converter
+from eos.converters.decode import decodable
 from eos.errors import ConfigError, PluginError
-from eos.runtime.converters import CONVERTERS, converter_class, make_converter
-from eos.runtime.converters.decode import decodable
 from eos.transforms import validation as transforms
 
 

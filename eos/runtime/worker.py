@@ -4,7 +4,7 @@ REST API and the service talk to.
 It wires everything at start-up, each collaborator given what it needs at
 construction: the Kafka clients and stores (config, status, global offsets), the
 offset mirror, the cluster state and the coordinator's duties
-(:mod:`eos.runtime.coordinator`), the group membership, the supervisor that runs
+(:mod:`eos.runtime.cluster.coordinator`), the group membership, the supervisor that runs
 this worker's connectors and tasks (:mod:`eos.runtime.supervisor`) and the
 active-topic tracker (:mod:`eos.runtime.topic_tracker`). Then it creates the
 internal topics and runs them all in its task group. Its health monitor
@@ -42,33 +42,33 @@ from eos.errors import (
 from eos.kafka.admin import ensure_topic, kafka_cluster_id
 from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
-from eos.runtime.assignors.base import AssignorSettings
-from eos.runtime.assignors.registry import make_assignor
 from eos.runtime.auto_restart import RestartBook
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
-from eos.runtime.coordinator import ClusterState, ClusterView, Coordinator
-from eos.runtime.coordinator.auto_restarts import AutoRestarts
-from eos.runtime.coordinator.config_writes import ConfigWrites
-from eos.runtime.coordinator.fencing import FencingRounds
-from eos.runtime.coordinator.group_listener import GroupListener
-from eos.runtime.coordinator.inbox import Inbox
-from eos.runtime.coordinator.leader_requests import LeaderRequests
-from eos.runtime.coordinator.reconcile import Reconciler
-from eos.runtime.coordinator.session_keys import SessionKeys
-from eos.runtime.coordinator.shared import Shared
-from eos.runtime.coordinator.timers import Timers
-from eos.runtime.coordinator.watcher import ConfigWatcher
+from eos.runtime.cluster.assignors.base import AssignorSettings
+from eos.runtime.cluster.assignors.registry import make_assignor
+from eos.runtime.cluster.coordinator import ClusterState, ClusterView, Coordinator
+from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
+from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.fencing import FencingRounds
+from eos.runtime.cluster.coordinator.group_listener import GroupListener
+from eos.runtime.cluster.coordinator.inbox import Inbox
+from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
+from eos.runtime.cluster.coordinator.reconcile import Reconciler
+from eos.runtime.cluster.coordinator.session_keys import SessionKeys
+from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.timers import Timers
+from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
+from eos.runtime.cluster.leader_client import LeaderClient
+from eos.runtime.cluster.membership import Membership, MembershipSettings, RejoinSignal
+from eos.runtime.cluster.signatures import Rejection, verify
 from eos.runtime.health import HealthMonitor
-from eos.runtime.leader_client import LeaderClient
 from eos.runtime.lso_monitor import LsoMonitor, output_topics
-from eos.runtime.membership import Membership, MembershipSettings, RejoinSignal
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
 from eos.runtime.offsets_admin import Offsets, read_offsets, write_offsets
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
-from eos.runtime.signatures import Rejection, verify
 from eos.runtime.supervisor import Supervisor
 from eos.runtime.supervisor import producer_batch_size as producer_batch_size
 from eos.runtime.topic_tracker import TopicTracker

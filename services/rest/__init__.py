@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
-from eos.runtime.coordinator import ClusterView
+from eos.runtime.cluster.coordinator import ClusterView
 from eos.runtime.worker import Worker
 from services.rest import (
     connectors,

@@ -20,7 +20,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import Response
 
-from eos.runtime.coordinator import ClusterView
+from eos.runtime.cluster.coordinator import ClusterView
 from eos.runtime.worker import Worker
 from services.http import peer_client
 from services.rest.errors import Handler, error

@@ -8,7 +8,7 @@
   leader its task configs (a JSON list of objects of strings); 204.
 
 Both must be signed with the cluster's session key (400 / 403 / 503 otherwise,
-see :mod:`eos.runtime.signatures`). A worker that is not the leader forwards the
+see :mod:`eos.runtime.cluster.signatures`). A worker that is not the leader forwards the
 request to the leader once (``?forward=false`` on the second hop); when it
 cannot, it answers 503 so the caller tries again after the group has settled.
 """
@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from eos.errors import ConfigError
-from eos.runtime.signatures import ALGORITHM, SIGNATURE, TIMESTAMP
+from eos.runtime.cluster.signatures import ALGORITHM, SIGNATURE, TIMESTAMP
 from eos.runtime.worker import Worker
 from services.http import peer_client
 from services.rest.errors import error, guard

@@ -25,8 +25,8 @@ import eos
 from eos.api import SourceConnector
 from eos.config.connector import CONNECTOR_CONFIG
 from eos.config.definition import ConfigDef, ConfigKey
+from eos.converters import CONVERTERS
 from eos.errors import NotFoundError, PluginError
-from eos.runtime.converters import CONVERTERS
 from eos.runtime.plugins import available_connectors, connector_class
 from eos.runtime.worker import Worker
 from eos.transforms import registry as transforms_registry

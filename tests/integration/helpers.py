@@ -11,7 +11,7 @@ import anyio
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from eos.kafka import ClientConfig, make_consumer, make_producer, read_to_end
-from eos.runtime.partitioner import murmur2
+from eos.runtime.task.partitioner import murmur2
 from eos.storage.offset_log import decode_offset_record
 
 

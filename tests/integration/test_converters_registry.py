@@ -29,8 +29,8 @@ from eos.api.schema import (
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
 )
+from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError, SchemaRegistryUnavailable
-from eos.runtime.converters import make_converter
 from services.dev_kafka import free_ports
 from services.dev_registry import RegistryState
 from tests.integration.registry_readers import read_avro, read_json, read_protobuf, schema_id

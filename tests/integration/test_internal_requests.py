@@ -15,8 +15,8 @@ import pytest
 from eos.kafka import ClientConfig, read_to_end
 from eos.kafka.transactional_ids import leader_transactional_id
 from eos.runtime.clock import SystemClock
-from eos.runtime.leader_client import LeaderClient
-from eos.runtime.signatures import sign
+from eos.runtime.cluster.leader_client import LeaderClient
+from eos.runtime.cluster.signatures import sign
 from eos.storage.config_log import SessionKey, TaskCountRecord, decode_record
 from tests.integration.helpers import producer
 from tests.integration.worker_harness import RunningWorker, running_worker, worker_props

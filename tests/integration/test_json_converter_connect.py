@@ -30,7 +30,7 @@ from eos.api.schema import (
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
 )
-from eos.runtime.converters import make_converter
+from eos.converters import make_converter
 from services.dev_kafka import cache_dir
 from services.dev_registry import find_java
 

@@ -15,8 +15,8 @@ import pytest
 from eos.api import RecordBlock, SourceRecord
 from eos.errors import TaskError
 from eos.kafka import ClientConfig
-from eos.runtime.producers import librdkafka
-from eos.runtime.producers.librdkafka import LibrdkafkaTaskProducer
+from eos.runtime.task.producers import librdkafka
+from eos.runtime.task.producers.librdkafka import LibrdkafkaTaskProducer
 from services.dev_kafka import free_ports
 from tests.conftest import TopicFactory
 from tests.integration.helpers import committed_values

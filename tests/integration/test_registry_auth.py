@@ -24,8 +24,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 
 from eos.api import SchemaBuilder, Struct
 from eos.api.schema import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA
+from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError
-from eos.runtime.converters import make_converter
 from services.dev_registry import RegistryState
 from tests.integration.auth_proxy import AuthProxy
 from tests.integration.registry_readers import TOPIC_SUBJECTS, context, schema_id

@@ -11,8 +11,8 @@ from aiokafka.admin import NewTopic
 from eos.api import SourceRecord
 from eos.kafka import ClientConfig
 from eos.kafka.clients import make_admin
-from eos.runtime.producers import make_task_producer
-from eos.runtime.producers.base import PRODUCER_CLIENTS, ProducerClient, SendFailed
+from eos.runtime.task.producers import make_task_producer
+from eos.runtime.task.producers.base import PRODUCER_CLIENTS, ProducerClient, SendFailed
 from tests.conftest import TopicFactory
 from tests.integration.helpers import committed_values
 

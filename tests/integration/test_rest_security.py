@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from eos.runtime.clock import SystemClock
-from eos.runtime.signatures import sign
+from eos.runtime.cluster.signatures import sign
 from eos.runtime.worker import Worker
 from services.rest.auth import hash_password
 from services.worker_service import run_worker, worker_settings

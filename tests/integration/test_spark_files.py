@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from eos.api import SourceTaskContext
 from eos.kafka import ClientConfig
-from eos.runtime.producers import ProducerClient
+from eos.runtime.task.producers import ProducerClient
 from services.connectors.spark import generate_sample_dataset
 from services.connectors.spark.files_mode import owner_of
 from services.connectors.spark.task import SparkSourceTask
@@ -135,7 +135,7 @@ TYPE_EXPECTED = [
 
 @pytest.mark.parametrize(
     "converter",
-    ["json", "eos.runtime.converters:JsonConverter"],
+    ["json", "eos.converters:JsonConverter"],
     ids=["spark-writes-json", "python-maps-rows"],
 )
 async def test_parquet_types_mapped_faithfully(

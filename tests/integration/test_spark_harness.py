@@ -25,9 +25,9 @@ import pytest
 
 from eos.api import RecordBlock, SourcePartition, SourceRecord, SourceTaskContext
 from eos.kafka import ClientConfig, read_to_end
-from eos.runtime.producers import ProducerClient, TaskProducer, make_task_producer
-from eos.runtime.producers.base import expand_blocks
 from eos.runtime.resources import SharedResources
+from eos.runtime.task.producers import ProducerClient, TaskProducer, make_task_producer
+from eos.runtime.task.producers.base import expand_blocks
 from services.connectors.spark.task import SparkSourceTask
 from tests import spark_cds
 

@@ -13,9 +13,9 @@ from eos.api import SourceRecord
 from eos.errors import FencedError
 from eos.kafka import ClientConfig
 from eos.kafka import aiokafka_private as private
-from eos.runtime.producers import make_task_producer
-from eos.runtime.producers.aiokafka import AiokafkaTaskProducer
-from eos.runtime.producers.base import SendFailed
+from eos.runtime.task.producers import make_task_producer
+from eos.runtime.task.producers.aiokafka import AiokafkaTaskProducer
+from eos.runtime.task.producers.base import SendFailed
 from tests.conftest import TopicFactory
 from tests.integration.helpers import committed_values
 

@@ -12,9 +12,9 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from eos.converters import JsonConverter
 from eos.errors import TopicError
 from eos.kafka import ClientConfig, read_to_end
-from eos.runtime.converters import JsonConverter
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
 from services.connectors.verifiable import aborted_records, record_value

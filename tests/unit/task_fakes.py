@@ -1,5 +1,5 @@
 """Fakes for the task runners' unit tests: a scripted producer implementing the producer
-port (:mod:`eos.runtime.producers.base`) over an in-memory "broker" that keeps only what
+port (:mod:`eos.runtime.task.producers.base`) over an in-memory "broker" that keeps only what
 was committed, an offset reader reading that broker back, a scripted source of numbered
 records, and an observer that remembers what it was told. No I/O, no sleeping."""
 
@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord, SourceTask, SourceTaskContext
+from eos.converters import JsonConverter
 from eos.kafka.clients import ClientConfig
 from eos.runtime.clock import ManualClock
-from eos.runtime.converters import JsonConverter
-from eos.runtime.exactly_once_task import boundary_policy
 from eos.runtime.observer import AbortReason, FailureOutcome, NullTaskObserver
-from eos.runtime.producers import base as port
 from eos.runtime.resources import SharedResources
-from eos.runtime.source_task import TaskDeps
+from eos.runtime.task.exactly_once_task import boundary_policy
+from eos.runtime.task.producers import base as port
+from eos.runtime.task.source_task import TaskDeps
 from eos.state import State
 
 OFFSETS_TOPIC = "offsets"

@@ -140,8 +140,8 @@ def test_every_dotted_name_of_code_resolves() -> None:
 def test_the_check_catches_a_renamed_name() -> None:
     index = Index()
     assert index.resolves("source_task.SourceTaskRunner.request_stop")
-    assert index.resolves("eos.runtime.source_task.InFlight.offsets")  # a dataclass field
-    assert index.resolves("eos.runtime.producers.base.where")
+    assert index.resolves("eos.runtime.task.source_task.InFlight.offsets")  # a dataclass field
+    assert index.resolves("eos.runtime.task.producers.base.where")
     assert index.resolves("SourceTaskRunner._send")
     assert index.resolves("Worker.stopped")  # assigned on self
     assert not index.resolves("source_task.SourceTaskRunner.no_such_step")

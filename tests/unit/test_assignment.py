@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from eos.runtime.assignment import LeaderView, decode_members, lead_round, work_of
-from eos.runtime.assignors.base import EMPTY, Assignment, AssignorSettings, TaskId
-from eos.runtime.assignors.sticky import StickyAssignor
-from eos.runtime.group_metadata import MemberAssignment, MemberMetadata
+from eos.runtime.cluster.assignment import LeaderView, decode_members, lead_round, work_of
+from eos.runtime.cluster.assignors.base import EMPTY, Assignment, AssignorSettings, TaskId
+from eos.runtime.cluster.assignors.sticky import StickyAssignor
+from eos.runtime.cluster.group_metadata import MemberAssignment, MemberMetadata
 from eos.storage.config_log import ConfigSnapshot
 
 SNAPSHOT = ConfigSnapshot(

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-import eos.runtime.assignors
+import eos.runtime.cluster.assignors
 from eos.errors import ConfigError
-from eos.runtime.assignors import (
+from eos.runtime.cluster.assignors import (
     ENTRY_POINT_GROUP,
     Assignment,
     AssignmentRequest,
@@ -30,7 +30,7 @@ from eos.runtime.assignors import (
     available_assignors,
     make_assignor,
 )
-from eos.runtime.assignors.base import EMPTY
+from eos.runtime.cluster.assignors.base import EMPTY
 
 DELAY = 60_000
 SETTLE = 10_000
@@ -592,7 +592,10 @@ def test_make_by_name(cls: type[Assignor]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["eos.runtime.assignors.sticky:StickyAssignor", "eos.runtime.assignors.sticky.StickyAssignor"],
+    [
+        "eos.runtime.cluster.assignors.sticky:StickyAssignor",
+        "eos.runtime.cluster.assignors.sticky.StickyAssignor",
+    ],
 )
 def test_make_by_class_path(path: str) -> None:
     assert type(make_assignor(path, SETTINGS)) is StickyAssignor
@@ -611,10 +614,10 @@ def test_unknown_name_lists_the_installed_ones() -> None:
 @pytest.mark.parametrize(
     ("path", "says"),
     [
-        ("eos.runtime.assignors.base:TaskId", "not a concrete Assignor subclass"),
-        ("eos.runtime.assignors.base:Assignor", "not a concrete Assignor subclass"),
-        ("eos.runtime.assignors.nowhere:Nothing", "cannot import"),
-        ("eos.runtime.assignors.sticky:Nothing", "has no class"),
+        ("eos.runtime.cluster.assignors.base:TaskId", "not a concrete Assignor subclass"),
+        ("eos.runtime.cluster.assignors.base:Assignor", "not a concrete Assignor subclass"),
+        ("eos.runtime.cluster.assignors.nowhere:Nothing", "cannot import"),
+        ("eos.runtime.cluster.assignors.sticky:Nothing", "has no class"),
     ],
 )
 def test_a_class_path_that_is_no_assignor(path: str, says: str) -> None:
@@ -624,7 +627,7 @@ def test_a_class_path_that_is_no_assignor(path: str, says: str) -> None:
 
 
 def test_package_exports() -> None:
-    names = {n for n in vars(eos.runtime.assignors) if not n.startswith("_")}
+    names = {n for n in vars(eos.runtime.cluster.assignors) if not n.startswith("_")}
     assert names >= {
         "Assignment",
         "AssignmentRequest",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from eos.runtime.assignors import AssignorSettings, make_assignor
+from eos.runtime.cluster.assignors import AssignorSettings, make_assignor
 from tests.assignor_rounds import Cluster, RoundReport
 
 ROUNDS = (("first", 0, 0), ("steady", 0, 0), ("1 lost", 1, 0), ("2 join", 0, 2), ("2 lost", 2, 0))

@@ -30,7 +30,7 @@ from eos.runtime.auto_restart import (
     decide,
 )
 from eos.runtime.clock import ManualClock
-from eos.runtime.coordinator.auto_restarts import AutoRestarts
+from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.observer import NullObserver
 from eos.state import State
 from tests.unit.test_coordinator_duties import SETTINGS, connector_with_tasks, duties

@@ -24,9 +24,9 @@ from eos.api.schema import (
     STRING_SCHEMA,
     SchemaBuilder,
 )
+from eos.converters.avro import avro_schema, to_avro
+from eos.converters.avro_arrow import encode_column
 from eos.errors import DataError, TransformError
-from eos.runtime.converters.avro import avro_schema, to_avro
-from eos.runtime.converters.avro_arrow import encode_column
 from eos.transforms import TransformChain
 from tests.unit.transform_cases import PARTITION, chain, one
 

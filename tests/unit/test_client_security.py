@@ -11,7 +11,7 @@ import pytest
 from eos.errors import ConfigError
 from eos.kafka import ClientConfig
 from eos.kafka.client_security import Security, is_secret
-from eos.runtime.producers.settings import librdkafka_settings
+from eos.runtime.task.producers.settings import librdkafka_settings
 from tests.tls_certs import CertificateAuthority
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -27,15 +27,15 @@ from eos.api.schema import (
 )
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
+from eos.converters import encode_block, make_converter
+from eos.converters.arrow_bytes import varints
+from eos.converters.avro import avro_schema, to_avro
+from eos.converters.avro_arrow import encode_column
+from eos.converters.json import JsonConverter, java_double, java_float
+from eos.converters.registry import RegistryClient
+from eos.converters.serde import subject_strategy, wire_header, zigzag_varint
+from eos.converters.simple import BytesConverter, StringConverter
 from eos.errors import ConfigError, DataError, PluginError
-from eos.runtime.converters import encode_block, make_converter
-from eos.runtime.converters.arrow_bytes import varints
-from eos.runtime.converters.avro import avro_schema, to_avro
-from eos.runtime.converters.avro_arrow import encode_column
-from eos.runtime.converters.json import JsonConverter, java_double, java_float
-from eos.runtime.converters.registry import RegistryClient
-from eos.runtime.converters.serde import subject_strategy, wire_header, zigzag_varint
-from eos.runtime.converters.simple import BytesConverter, StringConverter
 
 ROW = SchemaBuilder.struct().name("Row").field("id", INT64_SCHEMA).field(
     "note", OPTIONAL_STRING_SCHEMA).build()  # fmt: skip
@@ -49,7 +49,7 @@ ROW = SchemaBuilder.struct().name("Row").field("id", INT64_SCHEMA).field(
         ("org.apache.kafka.connect.json.JsonConverter", "ConnectJsonConverter"),
         ("org.apache.kafka.connect.storage.StringConverter", "StringConverter"),
         ("org.apache.kafka.connect.converters.ByteArrayConverter", "BytesConverter"),
-        ("eos.runtime.converters:JsonConverter", "JsonConverter"),
+        ("eos.converters:JsonConverter", "JsonConverter"),
     ],
 )  # fmt: skip
 def test_converter_names_short_connects_and_class_paths(name: str, cls: str) -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from eos.runtime.assignors.base import Assignment, TaskId
 from eos.runtime.clock import ManualClock
-from eos.runtime.coordinator.config_writes import placement_changed
-from eos.runtime.coordinator.fencing import fencing_plan
-from eos.runtime.coordinator.reconcile import idle_states, wanted_connectors, wanted_tasks
-from eos.runtime.coordinator.restarts import RestartPlan, new_restarts, restart_plan
-from eos.runtime.coordinator.session_keys import key_due, key_remaining_ms
+from eos.runtime.cluster.assignors.base import Assignment, TaskId
+from eos.runtime.cluster.coordinator.config_writes import placement_changed
+from eos.runtime.cluster.coordinator.fencing import fencing_plan
+from eos.runtime.cluster.coordinator.reconcile import idle_states, wanted_connectors, wanted_tasks
+from eos.runtime.cluster.coordinator.restarts import RestartPlan, new_restarts, restart_plan
+from eos.runtime.cluster.coordinator.session_keys import key_due, key_remaining_ms
 from eos.state import State
 from eos.storage.config_log import (
     ConfigState,

@@ -15,17 +15,17 @@ import pytest
 
 from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError, FencedError, NotLeaderError, RetriableError
-from eos.runtime.assignors.base import Assignment, TaskId
 from eos.runtime.clock import ManualClock
-from eos.runtime.coordinator.config_writes import ConfigWrites
-from eos.runtime.coordinator.fencing import FencingRound, FencingRounds
-from eos.runtime.coordinator.inbox import Inbox
-from eos.runtime.coordinator.reconcile import Reconciler
-from eos.runtime.coordinator.session_keys import SessionKeys
-from eos.runtime.coordinator.shared import Shared
-from eos.runtime.coordinator.state import ClusterState
-from eos.runtime.coordinator.timers import Timers
-from eos.runtime.coordinator.watcher import ConfigWatcher
+from eos.runtime.cluster.assignors.base import Assignment, TaskId
+from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.fencing import FencingRound, FencingRounds
+from eos.runtime.cluster.coordinator.inbox import Inbox
+from eos.runtime.cluster.coordinator.reconcile import Reconciler
+from eos.runtime.cluster.coordinator.session_keys import SessionKeys
+from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.timers import Timers
+from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
 from eos.runtime.observer import NullObserver
 from eos.state import State
 from eos.storage.config_log import ConfigLog, RestartRequest, TargetState, decode_record

@@ -1,4 +1,4 @@
-"""``errors.log.enable`` and ``errors.log.include.messages`` (eos/runtime/tolerance.py) on a
+"""``errors.log.enable`` and ``errors.log.include.messages`` (eos/runtime/task/tolerance.py) on a
 task run with the scripted producer: a failed record gives one log line naming the task,
 the stage, the step, the error and where the record is, and its key and value only under
 ``include.messages`` (Kafka Connect's ``LogReporter``: the record only with
@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from eos.api import SourceRecord, Transformation
 from eos.config.error_handling import ErrorHandling
-from eos.runtime.exactly_once_task import ExactlyOnceTask
-from eos.runtime.source_task import TaskSpec
+from eos.runtime.task.exactly_once_task import ExactlyOnceTask
+from eos.runtime.task.source_task import TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
 from tests.unit.task_fakes import PARTITION, TOPIC, Batches, Harness

@@ -17,10 +17,10 @@ import pytest
 from eos.api import RecordBlock, SourceRecord
 from eos.api.schema import STRING_SCHEMA
 from eos.config.error_handling import ErrorHandling
-from eos.runtime.converters import make_converter
-from eos.runtime.converters.registry import RegistrySchema
-from eos.runtime.exactly_once_task import ExactlyOnceTask
-from eos.runtime.task_deps import TaskSpec
+from eos.converters import make_converter
+from eos.converters.registry import RegistrySchema
+from eos.runtime.task.exactly_once_task import ExactlyOnceTask
+from eos.runtime.task.task_deps import TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
 from services.connectors.file import TASK_COUNT, TASK_ID, FileSourceTask

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eos.runtime.assignors.base import Assignment, TaskId
-from eos.runtime.group_metadata import (
+from eos.runtime.cluster.assignors.base import Assignment, TaskId
+from eos.runtime.cluster.group_metadata import (
     MalformedGroupData,
     MemberAssignment,
     MemberInfo,
@@ -13,7 +13,7 @@ from eos.runtime.group_metadata import (
     protocol_names,
     style_of,
 )
-from eos.runtime.signatures import ALGORITHM, SIGNATURE, TIMESTAMP, key_bytes, sign, verify
+from eos.runtime.cluster.signatures import ALGORITHM, SIGNATURE, TIMESTAMP, key_bytes, sign, verify
 
 KEY = b"k" * 32
 

@@ -1,4 +1,4 @@
-"""The JSON converters' column path (eos/runtime/converters/json_arrow.py) against their
+"""The JSON converters' column path (eos/converters/json_arrow.py) against their
 row path, byte for byte: ``json`` with and without the schema envelope, Connect's
 JsonConverter, JSON Schema (maps as ``{"key","value"}`` objects), both settings of
 ``decimal.format``; every type a Spark row brings, nulls at every level, defaults,
@@ -32,10 +32,10 @@ from eos.api.schema import (
     STRING_SCHEMA,
     column_values,
 )
-from eos.runtime.converters import make_converter
-from eos.runtime.converters.json import column_rows
-from eos.runtime.converters.json_arrow import encode_column
-from eos.runtime.converters.serde import RegistryConverter, Writer
+from eos.converters import make_converter
+from eos.converters.json import column_rows
+from eos.converters.json_arrow import encode_column
+from eos.converters.serde import RegistryConverter, Writer
 from tests.unit.arrow_cases import opt, spark_rows, struct
 
 UTC = datetime.UTC

@@ -10,7 +10,7 @@ import pytest
 
 from eos.api import Decimal, SchemaBuilder
 from eos.api.schema import Schema
-from eos.runtime.converters.jsonschema import JsonSchemaConverter
+from eos.converters.jsonschema import JsonSchemaConverter
 
 
 def _translated(field: Schema, **props: str) -> dict[str, object]:

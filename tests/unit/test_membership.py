@@ -14,7 +14,7 @@ import pytest
 from eos.errors import ConfigError, CoordinatorNotAvailable
 from eos.kafka import group as g
 from eos.runtime.clock import ManualClock
-from eos.runtime.membership import Joined, Membership, MembershipSettings
+from eos.runtime.cluster.membership import Joined, Membership, MembershipSettings
 
 FAST = MembershipSettings(
     session_timeout_ms=10_000, heartbeat_interval_ms=5, rebalance_timeout_ms=60_000,

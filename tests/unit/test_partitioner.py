@@ -7,7 +7,7 @@ import random
 import pytest
 from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 
-from eos.runtime.partitioner import KeyPartitioner, murmur2, murmur2_many
+from eos.runtime.task.partitioner import KeyPartitioner, murmur2, murmur2_many
 
 # Kafka's own test vectors (clients UtilsTest.testMurmur2), signed 32-bit as Java has them
 JAVA_VECTORS = {

@@ -13,8 +13,8 @@ from eos.config import WorkerConfig
 from eos.config.connector import ConnectorConfig, settings_problems
 from eos.errors import ConfigError, FencedError, TaskError, TransactionAbortable
 from eos.kafka.clients import ClientConfig
-from eos.runtime.producers import make_task_producer
-from eos.runtime.producers.settings import librdkafka_settings
+from eos.runtime.task.producers import make_task_producer
+from eos.runtime.task.producers.settings import librdkafka_settings
 
 BASE = {
     "group.id": "workers",
@@ -104,7 +104,7 @@ def test_librdkafka_errors_as_eos_errors() -> None:
     rest fails the task."""
     from confluent_kafka import KafkaError
 
-    from eos.runtime.producers.librdkafka import as_eos_error
+    from eos.runtime.task.producers.librdkafka import as_eos_error
 
     assert isinstance(as_eos_error(KafkaError(KafkaError.PRODUCER_FENCED), "commit"), FencedError)
     abortable = as_eos_error(KafkaError(KafkaError.TRANSACTION_ABORTABLE), "commit")

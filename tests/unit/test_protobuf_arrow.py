@@ -1,4 +1,4 @@
-"""The Protobuf converter's column path (eos/runtime/converters/protobuf_arrow.py) against
+"""The Protobuf converter's column path (eos/converters/protobuf_arrow.py) against
 its row path, byte for byte: every type a Spark row brings, nulls and edge values, both
 settings of ``optional.for.nullables``, hypothesis' rows; and what goes back to rows."""
 
@@ -30,8 +30,8 @@ from eos.api.schema import (
     STRING_SCHEMA,
     column_values,
 )
-from eos.runtime.converters.protobuf import ProtobufConverter
-from eos.runtime.converters.protobuf_arrow import _map_order_known, encode_column
+from eos.converters.protobuf import ProtobufConverter
+from eos.converters.protobuf_arrow import _map_order_known, encode_column
 from tests.unit.arrow_cases import opt, spark_rows, struct
 
 UTC = datetime.UTC

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 
-from eos.runtime.assignors import (
+from eos.runtime.cluster.assignors import (
     Assignment,
     AssignmentRequest,
     Assignor,
@@ -21,8 +21,8 @@ from eos.runtime.assignors import (
     StickyAssignor,
     TaskId,
 )
-from eos.runtime.assignors.base import EMPTY
-from eos.runtime.rebalance import MemberPlan, needs_follow_up, plan_round
+from eos.runtime.cluster.assignors.base import EMPTY
+from eos.runtime.cluster.rebalance import MemberPlan, needs_follow_up, plan_round
 
 T = [TaskId("a", n) for n in range(8)]
 

@@ -1,4 +1,4 @@
-"""The record path of a task (eos/runtime/record_path.py) with the scripted producer and a
+"""The record path of a task (eos/runtime/task/record_path.py) with the scripted producer and a
 manual clock: transforms before the producer (dropped records commit their offsets,
 commit_record sees the records as polled), errors.tolerance and dead letters in the
 transaction of the output, typed blocks encoded before the producer, a schema registry
@@ -14,12 +14,12 @@ import anyio
 from eos.api import RecordBlock, SourceRecord, SourceTask, Transformation
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, Schema
 from eos.config.error_handling import ErrorHandling
+from eos.converters.registry import RegistrySchema
+from eos.converters.serde import Encode, RegistryConverter, Translated
 from eos.errors import SchemaRegistryUnavailable
-from eos.runtime.at_least_once_task import AtLeastOnceTask
-from eos.runtime.converters.registry import RegistrySchema
-from eos.runtime.converters.serde import Encode, RegistryConverter, Translated
-from eos.runtime.exactly_once_task import ExactlyOnceTask
-from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.task.at_least_once_task import AtLeastOnceTask
+from eos.runtime.task.exactly_once_task import ExactlyOnceTask
+from eos.runtime.task.source_task import SourceTaskRunner, TaskDeps, TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
 from tests.unit.task_fakes import PARTITION, TOPIC, Batches, Harness, Source

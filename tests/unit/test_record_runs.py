@@ -1,4 +1,4 @@
-"""Runs of records folded into typed blocks (eos/runtime/record_runs.py): through the task
+"""Runs of records folded into typed blocks (eos/runtime/task/record_runs.py): through the task
 runner, the record path and the scripted producer (tests/unit/task_fakes.py), a reader of
 the topics sees what the same records gave one by one — topics, keys, values, headers,
 dead letters, committed offsets, failures naming the record — with and without
@@ -15,9 +15,9 @@ import pytest
 from eos.api import RecordBlock, SourceRecord, SourceTask
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, SchemaBuilder, Struct
 from eos.config.error_handling import ErrorHandling
-from eos.runtime import record_runs
-from eos.runtime.exactly_once_task import ExactlyOnceTask
-from eos.runtime.task_deps import TaskSpec
+from eos.runtime.task import record_runs
+from eos.runtime.task.exactly_once_task import ExactlyOnceTask
+from eos.runtime.task.task_deps import TaskSpec
 from eos.state import State
 from eos.transforms import TransformChain
 from tests.unit.task_fakes import PARTITION, TOPIC, Batches, Harness

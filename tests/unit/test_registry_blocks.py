@@ -21,9 +21,9 @@ from eos.api.schema import (
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
 )
-from eos.runtime.converters import make_converter
-from eos.runtime.converters.json import column_rows
-from eos.runtime.converters.serde import RegistryConverter, Writer
+from eos.converters import make_converter
+from eos.converters.json import column_rows
+from eos.converters.serde import RegistryConverter, Writer
 from eos.transforms.text_struct import TextStruct
 
 HEADER = b"\x00\x00\x00\x00\x07"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eos.api import RecordBlock, SourceRecord
-from eos.runtime.producers.base import expand_blocks
+from eos.runtime.task.producers.base import expand_blocks
 from services.connectors.spark.arrow_stream import Columns
 from services.connectors.spark.config import SparkSourceSettings
 from services.connectors.spark.files_mode import ROW_COLUMN, FileCursor, FileInfo

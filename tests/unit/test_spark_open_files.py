@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from eos.api import RecordBlock, SourcePartition
-from eos.runtime.producers.base import expand_blocks
+from eos.runtime.task.producers.base import expand_blocks
 from services.connectors.spark import files_mode
 from services.connectors.spark.arrow_stream import Columns
 from services.connectors.spark.config import SparkSourceSettings

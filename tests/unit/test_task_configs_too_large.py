@@ -10,8 +10,8 @@ import httpx
 
 from eos.api import SourceConnector, SourceTask
 from eos.errors import RequestTooLargeError
+from eos.runtime.cluster.leader_client import _error
 from eos.runtime.connector_actor import ConnectorActor
-from eos.runtime.leader_client import _error
 from eos.state import State
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from eos.api import SourceRecord, SourceTaskContext, TransactionContext
 from eos.errors import FencedError, TaskError, TransactionAbortable
-from eos.runtime.at_least_once_task import AtLeastOnceTask
-from eos.runtime.exactly_once_task import ABORTABLE_RESTARTS, HOLD_RECORDS, ExactlyOnceTask
-from eos.runtime.producers.base import SendFailed
-from eos.runtime.source_task import SourceTaskRunner, TaskDeps, TaskSpec
+from eos.runtime.task.at_least_once_task import AtLeastOnceTask
+from eos.runtime.task.exactly_once_task import ABORTABLE_RESTARTS, HOLD_RECORDS, ExactlyOnceTask
+from eos.runtime.task.producers.base import SendFailed
+from eos.runtime.task.source_task import SourceTaskRunner, TaskDeps, TaskSpec
 from eos.state import State
 from tests.unit.task_fakes import PARTITION, FakeProducer, Harness, Source
 

@@ -13,9 +13,9 @@ import pytest
 
 from eos.api import RecordBlock, SourceRecord
 from eos.api.schema import Schema
-from eos.runtime.converters import encode_block
-from eos.runtime.converters.base import SchemaConverter
-from eos.runtime.converters.json import ConnectJsonConverter, JsonConverter
+from eos.converters import encode_block
+from eos.converters.base import SchemaConverter
+from eos.converters.json import ConnectJsonConverter, JsonConverter
 from eos.transforms import TransformChain
 from eos.transforms.text_struct import TextStruct
 from services.connectors.file import lines_block

@@ -19,7 +19,7 @@ from eos.api import (
     SourceTask,
     SourceTaskContext,
 )
-from eos.runtime.converters import JsonConverter
+from eos.converters import JsonConverter
 from services.connectors.verifiable import (
     VerifiableSource,
     VerifiableSourceTask,

@@ -1,0 +1,129 @@
+"""Key and value converters: Connect data from connectors → bytes for Kafka.
+
+A connector's ``key.converter`` / ``value.converter`` names one by a short name, by the
+class name Kafka Connect or Confluent gives it (so a Connect config moves over
+unchanged), or by a class path of its own (``package.module:Class``); its settings are
+the ``key.converter.*`` / ``value.converter.*`` properties, as in Connect.
+
+==========  ==========================================================  ===============
+short name  Connect / Confluent class                                   module
+==========  ==========================================================  ===============
+json        ``org.apache.kafka.connect.json.JsonConverter``             :mod:`.json`
+string      ``org.apache.kafka.connect.storage.StringConverter``        :mod:`.simple`
+bytes       ``org.apache.kafka.connect.converters.ByteArrayConverter``  :mod:`.simple`
+(none)      ``io.confluent.connect.avro.AvroConverter``                 :mod:`.avro`
+(none)      ``io.confluent.connect.protobuf.ProtobufConverter``         :mod:`.protobuf`
+(none)      ``io.confluent.connect.json.JsonSchemaConverter``           :mod:`.jsonschema`
+==========  ==========================================================  ===============
+
+(``json`` keeps ``schemas.enable=false`` by default, eos's behaviour before schemas;
+Connect's class name defaults it to true, as Connect does.) The interface is in
+:mod:`.base`; :func:`encode_block` turns a block of Connect values into encoded rows.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from eos.api.records import RecordBlock
+from eos.converters.base import Converter, SchemaConverter
+from eos.converters.json import JsonConverter
+from eos.converters.simple import BytesConverter, StringConverter
+from eos.errors import PluginError
+from eos.runtime.plugins import load_class
+from eos.transforms.text_struct import arrow_of
+
+__all__ = [
+    "CONVERTERS",
+    "BytesConverter",
+    "Converter",
+    "JsonConverter",
+    "SchemaConverter",
+    "StringConverter",
+    "encode_block",
+    "make_converter",
+]
+
+_HERE = "eos.converters"
+CONVERTERS: dict[str, str] = {
+    "json": f"{_HERE}.json:JsonConverter",
+    "string": f"{_HERE}.simple:StringConverter",
+    "bytes": f"{_HERE}.simple:BytesConverter",
+    "org.apache.kafka.connect.json.JsonConverter": f"{_HERE}.json:ConnectJsonConverter",
+    "org.apache.kafka.connect.storage.StringConverter": f"{_HERE}.simple:StringConverter",
+    "org.apache.kafka.connect.converters.ByteArrayConverter": f"{_HERE}.simple:BytesConverter",
+    "io.confluent.connect.avro.AvroConverter": f"{_HERE}.avro:AvroConverter",
+    "io.confluent.connect.protobuf.ProtobufConverter": f"{_HERE}.protobuf:ProtobufConverter",
+    "io.confluent.connect.json.JsonSchemaConverter": f"{_HERE}.jsonschema:JsonSchemaConverter",
+}
+"""Every converter name eos knows → where its class is (imported on first use)."""
+
+
+def converter_class(name: str) -> type[Any]:
+    """The class a converter name stands for: a known name (short ones in any case) or a
+    class path."""
+    target = CONVERTERS.get(name) or CONVERTERS.get(name.lower())
+    if target is not None:
+        module, _, attr = target.partition(":")
+        try:
+            found: type[Any] = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            raise PluginError(
+                f"converter {name!r} needs a package that is not installed ({exc.name}): "
+                "pip install 'eos[formats]'"
+            ) from exc
+        return found
+    try:
+        return load_class(name)
+    except PluginError as exc:
+        known = ", ".join(sorted(CONVERTERS))
+        raise PluginError(f"unknown converter {name!r}: not one of {known}, and {exc}") from exc
+
+
+def make_converter(
+    name: str, props: Mapping[str, str] | None = None, is_key: bool | None = None
+) -> Converter:
+    """The converter called ``name``, configured with ``props`` (its ``key.converter.*`` or
+    ``value.converter.*`` settings without the prefix). ``name`` may also be a
+    :class:`~eos.config.connector.ConverterSetting`, which carries both."""
+    if props is None:
+        props = getattr(name, "props", {})
+    if is_key is None:
+        is_key = bool(getattr(name, "is_key", False))
+    instance = converter_class(str(name))()
+    if not callable(getattr(instance, "convert", None)):
+        raise PluginError(f"converter {str(name)!r} has no convert(topic, value) method")
+    configure = getattr(instance, "configure", None)
+    if callable(configure):
+        configure(dict(props), is_key)
+    converter: Converter = instance
+    return converter
+
+
+def encode_block(block: RecordBlock, keys: Converter, values: Converter) -> RecordBlock:
+    """``block`` with its keys and values encoded (``encoded=False`` blocks: each column
+    converted at once where the converter can, row by row otherwise); an encoded block
+    as it is."""
+    if block.encoded:
+        return block
+    encoded_values = _encode(values, block.topic, block.value_schema, block.values)
+    encoded_keys = (
+        None if block.keys is None else _encode(keys, block.topic, block.key_schema, block.keys)
+    )
+    return RecordBlock(
+        block.source_partition, block.source_offset, block.topic, encoded_values,
+        encoded_keys, block.timestamps, block.headers, block.header_columns, block.topics,
+        block.key_schema, block.value_schema, encoded=True,
+    )  # fmt: skip
+
+
+def _encode(converter: Converter, topic: str, schema: Any, column: Any) -> list[bytes | None]:
+    if getattr(type(converter), "from_connect_block", None) is not JsonConverter.from_connect_block:
+        column = arrow_of(column)  # JSON's own writes lines joined; the rest, Arrow
+    if isinstance(converter, SchemaConverter):
+        return converter.from_connect_block(topic, schema, column)
+    from eos.api.schema import column_values
+
+    return [converter.convert(topic, v) for v in column_values(schema, column)]

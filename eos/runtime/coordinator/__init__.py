@@ -1,5 +1,0 @@
-"""The coordinator and its duties, one module each (:mod:`.router` says who does what)."""
-
-from eos.runtime.coordinator.router import Coordinator as Coordinator
-from eos.runtime.coordinator.state import ClusterState as ClusterState
-from eos.runtime.coordinator.state import ClusterView as ClusterView
