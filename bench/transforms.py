@@ -69,7 +69,7 @@ from eos.api.schema import (
 from eos.converters import JsonConverter
 from eos.transforms import TransformChain
 from eos.transforms.base import RowTransform
-from eos.transforms.registry import transform_class
+from eos.transforms.loader import transform_class
 from services.worker_service import tune_gc, tune_malloc
 
 PARTITION = {"table": "orders"}

@@ -36,7 +36,7 @@ Rules: a :class:`FencedError` is never retried and a fenced task writes no
 status; only :class:`RetriableError` subclasses are retried. A connector or task
 that failed with an error whose ``heals`` is False (a bad setting, a missing
 plugin, a connector bug that repeats) is not restarted automatically: restarting
-cannot help until a person fixes the cause (:mod:`eos.runtime.auto_restart`).
+cannot help until a person fixes the cause (:mod:`eos.runtime.cluster.coordinator.restart_backoff`).
 """
 
 from __future__ import annotations

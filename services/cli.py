@@ -101,7 +101,7 @@ def _dev_kafka_user(kafka: dev_kafka.DevKafka, args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
-    from services.main_job import main_job
+    from services.demo_run import demo_run
     from services.worker_service import tune_gc, tune_malloc
 
     bootstrap = args.bootstrap_servers
@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
     data = dev_kafka.cache_dir() / "run" / "orders"
     tune_gc()
     tune_malloc()
-    return 0 if anyio.run(main_job, bootstrap, data, args.rest_port) else 1
+    return 0 if anyio.run(demo_run, bootstrap, data, args.rest_port) else 1
 
 
 def _worker(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ Every listener is bound by :func:`listen` before the worker starts anything else
 so a taken address stops the process with one line naming it and the setting
 (uvicorn itself would exit the process). uvicorn's own signal handling is
 switched off: the service entry point owns signals. A plain ``http://`` REST
-listener given a health check is accepted by a :class:`~services.front_door.FrontDoor`
+listener given a health check is accepted by a :class:`~services.health_thread.FrontDoor`
 thread, which answers ``GET /health`` even while the event loop is blocked and hands
 every other connection to uvicorn.
 """
@@ -38,7 +38,7 @@ from eos.config.worker import WorkerConfig
 from eos.errors import ConfigError
 from eos.runtime.health import Health
 from metrics import metrics_response
-from services.front_door import FrontDoor
+from services.health_thread import FrontDoor
 
 METRICS_LISTENERS = "metrics.listeners"
 METRICS_PREFIX = "metrics."
@@ -259,5 +259,6 @@ async def serve_listener(
     health: HealthCheck | None = None,
 ) -> None:
     """Serve ``app`` on a bound ``listener`` until cancelled; with ``health``, a plain
-    http listener answers ``GET /health`` from a thread of its own (:mod:`services.front_door`)."""
+    http listener answers ``GET /health`` from a thread of its own
+    (:mod:`services.health_thread`)."""
     await serve(http_server(app, listener), task_status=task_status, health=health)

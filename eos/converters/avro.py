@@ -34,8 +34,8 @@ from eos.api.schema import (
     SchemaType,
     Struct,
 )
-from eos.converters.registry import RegistrySchema
-from eos.converters.serde import Encode, RegistryConverter, Translated
+from eos.converters.schema_registry import RegistrySchema
+from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import DataError
 
 try:

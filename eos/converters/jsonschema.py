@@ -24,8 +24,8 @@ from typing import Any
 
 from eos.api.schema import DECIMAL_NAME, Schema, SchemaType
 from eos.converters.json import ToJson, _Compiler, _dumps, column_rows
-from eos.converters.registry import RegistrySchema
-from eos.converters.serde import Encode, RegistryConverter, Translated
+from eos.converters.schema_registry import RegistrySchema
+from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import ConfigError
 
 _NUMBERS = {

@@ -31,8 +31,8 @@ from eos.api.logical import Date, Decimal, Time, Timestamp
 from eos.api.schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
 from eos.converters.base import as_struct, flag
 from eos.converters.proto_text import render
-from eos.converters.registry import Reference, RegistrySchema
-from eos.converters.serde import Encode, RegistryConverter, Translated
+from eos.converters.schema_registry import Reference, RegistrySchema
+from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import DataError
 
 try:

@@ -7,5 +7,5 @@ from eos.kafka.clients import make_consumer as make_consumer
 from eos.kafka.clients import make_producer as make_producer
 from eos.kafka.fencing import ProducerIdentity as ProducerIdentity
 from eos.kafka.fencing import fence_producers as fence_producers
-from eos.kafka.log import TopicReader as TopicReader
-from eos.kafka.log import read_to_end as read_to_end
+from eos.kafka.read_to_end import TopicReader as TopicReader
+from eos.kafka.read_to_end import read_to_end as read_to_end

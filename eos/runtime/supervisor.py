@@ -1,6 +1,6 @@
 """The supervisor: starts and stops this worker's connectors and tasks, each in its own
 cancel scope inside the supervisor's task group, and writes their statuses (the
-coordinator's :class:`~eos.runtime.cluster.coordinator.ports.Units`).
+coordinator's :class:`~eos.runtime.cluster.coordinator.worker_interfaces.Units`).
 
 A task is built here (:meth:`Supervisor._make_runner`): its converters and transforms
 (from the connector's config: task configs may lack ``transforms.*``), its offset
@@ -11,7 +11,8 @@ asked to stop and given until the deadline to commit what it polled; what is sti
 running then is cancelled. A FAILED connector or task stays until it is stopped,
 restarted (by a user, or by the auto-restart duty:
 :mod:`eos.runtime.cluster.coordinator.auto_restarts`) or its connector removed; the statuses
-written here carry what the :class:`~eos.runtime.auto_restart.RestartBook` says of
+written here carry what the
+:class:`~eos.runtime.cluster.coordinator.restart_backoff.RestartBook` says of
 its automatic restarts.
 """
 
@@ -34,10 +35,10 @@ from eos.converters import make_converter
 from eos.errors import ConflictError
 from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
-from eos.runtime.auto_restart import RestartBook, Unit
 from eos.runtime.clock import Clock
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
-from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.restart_backoff import RestartBook, Unit
 from eos.runtime.connector_actor import ConnectorActor
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror

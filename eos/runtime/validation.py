@@ -1,7 +1,7 @@
 """Validating a connector config against its plugin: the checks of
 :mod:`eos.config.connector` that need only the settings, the connector's own
 ``validate()`` and ``config_def()``, its ``transforms`` and ``predicates``
-(:mod:`eos.transforms.validation`), its converters' own settings (``key.converter.*``,
+(:mod:`eos.transforms.chain_validation`), its converters' own settings (``key.converter.*``,
 ``value.converter.*``: eos's converters configured as a task would, nothing contacted; a
 class path's converter only loaded), its ``errors.*`` (a dead-letter topic that is an
 offsets topic), and the pre-flight checks of
@@ -26,7 +26,7 @@ from eos.config.worker import WorkerConfig
 from eos.converters import CONVERTERS, converter_class, make_converter
 from eos.converters.decode import decodable
 from eos.errors import ConfigError, PluginError
-from eos.transforms import validation as transforms
+from eos.transforms import chain_validation as transforms
 
 
 def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:

@@ -42,21 +42,21 @@ from eos.errors import (
 from eos.kafka.admin import ensure_topic, kafka_cluster_id
 from eos.kafka.group import GroupClient
 from eos.kafka.transactional_ids import offsets_transactional_id
-from eos.runtime.auto_restart import RestartBook
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.cluster.assignors.base import AssignorSettings
-from eos.runtime.cluster.assignors.registry import make_assignor
+from eos.runtime.cluster.assignors.loader import make_assignor
 from eos.runtime.cluster.coordinator import ClusterState, ClusterView, Coordinator
 from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.fencing import FencingRounds
 from eos.runtime.cluster.coordinator.group_listener import GroupListener
 from eos.runtime.cluster.coordinator.inbox import Inbox
 from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
+from eos.runtime.cluster.coordinator.restart_backoff import RestartBook
 from eos.runtime.cluster.coordinator.session_keys import SessionKeys
-from eos.runtime.cluster.coordinator.shared import Shared
 from eos.runtime.cluster.coordinator.timers import Timers
 from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
 from eos.runtime.cluster.leader_client import LeaderClient

@@ -1,7 +1,7 @@
 """What the three internal-topic stores share.
 
 * :class:`TopicStore`: a read_committed reader of the whole topic
-  (:class:`~eos.kafka.log.TopicReader`), refreshed under a lock so that
+  (:class:`~eos.kafka.read_to_end.TopicReader`), refreshed under a lock so that
   concurrent callers never interleave two reads, and a start/close lifecycle
   usable as an async context manager.
 * The decoding rule of every versioned record: a value is a JSON
@@ -20,9 +20,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import structlog
 
+from eos.kafka.async_service import AsyncService
 from eos.kafka.clients import ClientConfig
-from eos.kafka.lifecycle import AsyncService
-from eos.kafka.log import TopicReader
+from eos.kafka.read_to_end import TopicReader
 
 log = structlog.get_logger(__name__)
 

@@ -2,7 +2,7 @@
 and settings (docs/transforms.md).
 
 The task loop uses :class:`TransformChain` (``from_config(props)``, ``apply(record)``,
-``apply_block(block)``); validation uses :mod:`eos.transforms.validation`. The base
+``apply_block(block)``); validation uses :mod:`eos.transforms.chain_validation`. The base
 classes users subclass are :class:`eos.api.Transformation` and :class:`eos.api.Predicate`.
 """
 

@@ -2,7 +2,7 @@
 whole key or value, to int8 … int64, float32, float64, boolean or string, as Java
 does it: integers narrowed by wrapping (``300`` as int8 is ``44``), floats truncated
 toward zero, strings parsed strictly, ``string`` written as Java prints values
-(:mod:`eos.transforms.values`; bytes in base64). Logical values (Date, Time, Timestamp)
+(:mod:`eos.transforms.value_text`; bytes in base64). Logical values (Date, Time, Timestamp)
 cast to numbers as their stored form (days, milliseconds); a whole value cast from a
 logical type loses the logical name (Connect copies it onto the new type, which
 converters then cannot write)."""
@@ -40,8 +40,8 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
-from eos.transforms.settings import REPLACE_NULL, with_replace_null
-from eos.transforms.values import connect_string
+from eos.transforms.setting_validators import REPLACE_NULL, with_replace_null
+from eos.transforms.value_text import connect_string
 
 _INPUTS = ("INT8", "INT16", "INT32", "INT64", "FLOAT32", "FLOAT64", "BOOLEAN", "STRING", "BYTES")
 _OUTPUTS = _INPUTS[:-1]

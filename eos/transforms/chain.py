@@ -24,7 +24,7 @@ from eos.api.records import RecordBlock, SourceRecord
 from eos.api.transforms import Predicate, Transformation
 from eos.errors import TransformError
 from eos.transforms.base import Mask, NeedsRows, RowPredicate, RowTransform
-from eos.transforms.config import Step, load
+from eos.transforms.chain_settings import Step, load
 from eos.transforms.row import Row, copy_record, same_as
 from eos.transforms.row import load as load_row
 

@@ -27,7 +27,7 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
-from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
+from eos.transforms.setting_validators import REPLACE_NULL, NonEmptyList, with_replace_null
 
 log = structlog.get_logger(__name__)
 

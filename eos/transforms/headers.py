@@ -1,6 +1,6 @@
 """Header transforms: InsertHeader, DropHeaders and HeaderFrom (Kafka Connect's, same
 settings). Header values are the bytes Connect's default header converter
-(``SimpleHeaderConverter``) would write (:mod:`eos.transforms.values`).
+(``SimpleHeaderConverter``) would write (:mod:`eos.transforms.value_text`).
 
 InsertHeader and DropHeaders also work on a record block: a header every selected row
 gets becomes a block header or a header column; one some rows lose becomes a header
@@ -20,8 +20,13 @@ from eos.errors import DataError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
 from eos.transforms.row import Row
 from eos.transforms.schemas import SchemaCache, field_value, require_map, require_struct
-from eos.transforms.settings import REPLACE_NULL, NonEmptyList, setting_error, with_replace_null
-from eos.transforms.values import header_bytes
+from eos.transforms.setting_validators import (
+    REPLACE_NULL,
+    NonEmptyList,
+    setting_error,
+    with_replace_null,
+)
+from eos.transforms.value_text import header_bytes
 
 INSERT_HEADER_CONFIG = (
     ConfigDef()

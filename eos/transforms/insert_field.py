@@ -38,7 +38,7 @@ from eos.transforms.schemas import (
     require_struct,
     struct_extended,
 )
-from eos.transforms.settings import REPLACE_NULL, WHOLE, with_replace_null
+from eos.transforms.setting_validators import REPLACE_NULL, WHOLE, with_replace_null
 from eos.transforms.struct_columns import (
     children,
     field,

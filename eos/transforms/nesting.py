@@ -23,7 +23,7 @@ from eos.transforms.schemas import (
     struct_of,
     struct_picked,
 )
-from eos.transforms.settings import REPLACE_NULL, NonEmptyList, with_replace_null
+from eos.transforms.setting_validators import REPLACE_NULL, NonEmptyList, with_replace_null
 from eos.transforms.struct_columns import (
     children,
     field,

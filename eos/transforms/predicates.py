@@ -13,7 +13,7 @@ from eos.transforms.base import Mask, RowPredicate, RowTransform
 from eos.transforms.blocks import drop_rows
 from eos.transforms.java import java_regex
 from eos.transforms.row import Row
-from eos.transforms.settings import JavaRegex
+from eos.transforms.setting_validators import JavaRegex
 from eos.transforms.text_struct import TextStruct
 
 

@@ -18,7 +18,7 @@ from eos.transforms.blocks import map_topics, selected, with_topics
 from eos.transforms.dates import SimpleDateFormat
 from eos.transforms.java import java_regex, java_replacement
 from eos.transforms.row import Row
-from eos.transforms.settings import JavaRegex, setting_error
+from eos.transforms.setting_validators import JavaRegex, setting_error
 
 CACHE_SIZE = 1024
 """Entries each router keeps before it starts over."""

@@ -14,7 +14,7 @@ from eos.errors import ConfigError
 from eos.transforms.base import KeyOrValueTransform
 from eos.transforms.row import Row
 from eos.transforms.schemas import SchemaCache, require_schema, struct_of, struct_values
-from eos.transforms.settings import REPLACE_NULL, WHOLE, with_replace_null
+from eos.transforms.setting_validators import REPLACE_NULL, WHOLE, with_replace_null
 
 SET_SCHEMA_METADATA_CONFIG = with_replace_null(
     ConfigDef()

@@ -43,8 +43,8 @@ from eos.transforms.schemas import (
     struct_of,
     struct_values,
 )
-from eos.transforms.settings import REPLACE_NULL, with_replace_null
-from eos.transforms.values import epoch_millis
+from eos.transforms.setting_validators import REPLACE_NULL, with_replace_null
+from eos.transforms.value_text import epoch_millis
 
 STRING, UNIX, DATE, TIME, TIMESTAMP = "string", "unix", "Date", "Time", "Timestamp"
 _PER_MS: Final = {

@@ -29,8 +29,8 @@ from eos.converters import CONVERTERS
 from eos.errors import NotFoundError, PluginError
 from eos.runtime.plugins import available_connectors, connector_class
 from eos.runtime.worker import Worker
-from eos.transforms import registry as transforms_registry
-from eos.transforms import validation as transforms
+from eos.transforms import chain_validation as transforms
+from eos.transforms import loader as transform_loader
 from services.rest.errors import guard, json_object
 from services.rest.hidden import hidden
 
@@ -63,7 +63,7 @@ async def plugins(request: Request) -> Response:
             listed += [
                 {"class": name, "type": kind, "version": eos.__version__}
                 | ({"alias": alias} if alias else {})
-                for name, alias in transforms_registry.installed(kind)
+                for name, alias in transform_loader.installed(kind)
             ]
     return JSONResponse(listed)
 
@@ -89,7 +89,7 @@ async def plugin_config(request: Request) -> Response:
 
 def _step_definition(name: str) -> ConfigDef:
     """The settings of the transformation or predicate ``name`` (404 if there is none)."""
-    for find in (transforms_registry.transform_class, transforms_registry.predicate_class):
+    for find in (transform_loader.transform_class, transform_loader.predicate_class):
         try:
             definition: ConfigDef = find(name)().config_def()
         except PluginError:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from eos.kafka import ClientConfig, read_to_end
-from eos.kafka.log import TopicReader
+from eos.kafka.read_to_end import TopicReader
 from services.connectors.spark import generate_sample_dataset
 from tests import spark_cds
 from tests.conftest import TopicFactory

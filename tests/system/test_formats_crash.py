@@ -38,7 +38,7 @@ import httpx
 import pytest
 
 from eos.kafka import ClientConfig, read_to_end
-from eos.kafka.log import TopicReader
+from eos.kafka.read_to_end import TopicReader
 from services.dev_registry import RegistryState
 from tests.conftest import TopicFactory
 from tests.integration.registry_readers import protobuf_class, read_avro, read_json, schema_id

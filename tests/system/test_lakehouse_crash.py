@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from eos.kafka import ClientConfig, read_to_end
-from eos.kafka.log import TopicReader
+from eos.kafka.read_to_end import TopicReader
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_harness import session_of, spark_resources
 from tests.integration.test_spark_worker import SPARK

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.state import State
 from eos.storage._store import Record
 from eos.storage.config_log import (

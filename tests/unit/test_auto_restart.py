@@ -21,7 +21,9 @@ from eos.errors import (
     TaskError,
     TransactionTimedOut,
 )
-from eos.runtime.auto_restart import (
+from eos.runtime.clock import ManualClock
+from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
+from eos.runtime.cluster.coordinator.restart_backoff import (
     Action,
     RestartBook,
     RestartRecord,
@@ -29,8 +31,6 @@ from eos.runtime.auto_restart import (
     cannot_heal,
     decide,
 )
-from eos.runtime.clock import ManualClock
-from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
 from eos.runtime.observer import NullObserver
 from eos.state import State
 from tests.unit.test_coordinator_duties import SETTINGS, connector_with_tasks, duties

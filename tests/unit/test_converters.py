@@ -32,9 +32,9 @@ from eos.converters.arrow_bytes import varints
 from eos.converters.avro import avro_schema, to_avro
 from eos.converters.avro_arrow import encode_column
 from eos.converters.json import JsonConverter, java_double, java_float
-from eos.converters.registry import RegistryClient
-from eos.converters.serde import subject_strategy, wire_header, zigzag_varint
+from eos.converters.schema_registry import RegistryClient
 from eos.converters.simple import BytesConverter, StringConverter
+from eos.converters.wire_format import subject_strategy, wire_header, zigzag_varint
 from eos.errors import ConfigError, DataError, PluginError
 
 ROW = SchemaBuilder.struct().name("Row").field("id", INT64_SCHEMA).field(

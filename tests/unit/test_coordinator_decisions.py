@@ -12,7 +12,7 @@ from eos.runtime.cluster.assignors.base import Assignment, TaskId
 from eos.runtime.cluster.coordinator.config_writes import placement_changed
 from eos.runtime.cluster.coordinator.fencing import fencing_plan
 from eos.runtime.cluster.coordinator.reconcile import idle_states, wanted_connectors, wanted_tasks
-from eos.runtime.cluster.coordinator.restarts import RestartPlan, new_restarts, restart_plan
+from eos.runtime.cluster.coordinator.restart_requests import RestartPlan, new_restarts, restart_plan
 from eos.runtime.cluster.coordinator.session_keys import key_due, key_remaining_ms
 from eos.state import State
 from eos.storage.config_log import (

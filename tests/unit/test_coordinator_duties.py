@@ -17,13 +17,13 @@ from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError, FencedError, NotLeaderError, RetriableError
 from eos.runtime.clock import ManualClock
 from eos.runtime.cluster.assignors.base import Assignment, TaskId
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.fencing import FencingRound, FencingRounds
 from eos.runtime.cluster.coordinator.inbox import Inbox
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
 from eos.runtime.cluster.coordinator.session_keys import SessionKeys
-from eos.runtime.cluster.coordinator.shared import Shared
-from eos.runtime.cluster.coordinator.state import ClusterState
 from eos.runtime.cluster.coordinator.timers import Timers
 from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
 from eos.runtime.observer import NullObserver

@@ -18,7 +18,7 @@ from eos.api import RecordBlock, SourceRecord
 from eos.api.schema import STRING_SCHEMA
 from eos.config.error_handling import ErrorHandling
 from eos.converters import make_converter
-from eos.converters.registry import RegistrySchema
+from eos.converters.schema_registry import RegistrySchema
 from eos.runtime.task.exactly_once_task import ExactlyOnceTask
 from eos.runtime.task.task_deps import TaskSpec
 from eos.state import State

@@ -15,7 +15,7 @@ from eos.runtime.clock import ManualClock
 from eos.runtime.health import BOUND, HealthMonitor, Probe, assess
 from services.cli import parser
 from services.client import commands
-from services.front_door import route
+from services.health_thread import route
 
 
 def test_starting_names_the_stage_and_why() -> None:

@@ -35,7 +35,7 @@ from eos.api.schema import (
 from eos.converters import make_converter
 from eos.converters.json import column_rows
 from eos.converters.json_arrow import encode_column
-from eos.converters.serde import RegistryConverter, Writer
+from eos.converters.wire_format import RegistryConverter, Writer
 from tests.unit.arrow_cases import opt, spark_rows, struct
 
 UTC = datetime.UTC

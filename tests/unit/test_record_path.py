@@ -14,8 +14,8 @@ import anyio
 from eos.api import RecordBlock, SourceRecord, SourceTask, Transformation
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, Schema
 from eos.config.error_handling import ErrorHandling
-from eos.converters.registry import RegistrySchema
-from eos.converters.serde import Encode, RegistryConverter, Translated
+from eos.converters.schema_registry import RegistrySchema
+from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import SchemaRegistryUnavailable
 from eos.runtime.task.at_least_once_task import AtLeastOnceTask
 from eos.runtime.task.exactly_once_task import ExactlyOnceTask

@@ -23,7 +23,7 @@ from eos.api.schema import (
 )
 from eos.converters import make_converter
 from eos.converters.json import column_rows
-from eos.converters.serde import RegistryConverter, Writer
+from eos.converters.wire_format import RegistryConverter, Writer
 from eos.transforms.text_struct import TextStruct
 
 HEADER = b"\x00\x00\x00\x00\x07"

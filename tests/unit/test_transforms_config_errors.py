@@ -7,7 +7,7 @@ import pytest
 
 from eos.errors import ConfigError
 from eos.transforms import TransformChain
-from eos.transforms.validation import problems
+from eos.transforms.chain_validation import problems
 from tests.unit.transform_cases import CONNECT
 
 ROUTE = {

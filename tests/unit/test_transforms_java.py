@@ -12,7 +12,7 @@ import pytest
 from eos.api.schema import FLOAT32_SCHEMA, INT32_SCHEMA, SchemaBuilder, Struct
 from eos.transforms.dates import SimpleDateFormat
 from eos.transforms.java import java_double, java_float, java_regex, java_replacement
-from eos.transforms.values import connect_string
+from eos.transforms.value_text import connect_string
 
 UTC = datetime.UTC
 

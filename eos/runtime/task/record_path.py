@@ -42,7 +42,7 @@ from eos.api import RecordBlock, RecordMetadata, SourceRecord
 from eos.converters import Converter, encode_block
 from eos.converters.base import SchemaConverter
 from eos.converters.decode import decoder_for
-from eos.converters.serde import RegistryConverter, schema_of
+from eos.converters.wire_format import RegistryConverter, schema_of
 from eos.errors import ConversionError, EosError, TransformError
 from eos.runtime.task.dead_letters import DeadLetters, Failure, Stage
 from eos.runtime.task.producers.base import Convert, Outgoing, Sent, count_records, where

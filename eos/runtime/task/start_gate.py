@@ -17,8 +17,8 @@ from eos.config.worker import WorkerConfig
 from eos.errors import ConflictError, EosError, NotLeaderError, RetriableError
 from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
-from eos.runtime.cluster.coordinator.state import ClusterState
 
 log = structlog.get_logger(__name__)
 

@@ -14,8 +14,8 @@ from eos.runtime.cluster.assignors.base import Member as Member
 from eos.runtime.cluster.assignors.base import TaskId as TaskId
 from eos.runtime.cluster.assignors.cooperative import CooperativeAssignor as CooperativeAssignor
 from eos.runtime.cluster.assignors.failover import FailoverAssignor as FailoverAssignor
-from eos.runtime.cluster.assignors.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
-from eos.runtime.cluster.assignors.registry import available_assignors as available_assignors
-from eos.runtime.cluster.assignors.registry import make_assignor as make_assignor
+from eos.runtime.cluster.assignors.loader import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from eos.runtime.cluster.assignors.loader import available_assignors as available_assignors
+from eos.runtime.cluster.assignors.loader import make_assignor as make_assignor
 from eos.runtime.cluster.assignors.round_robin import RoundRobinAssignor as RoundRobinAssignor
 from eos.runtime.cluster.assignors.sticky import StickyAssignor as StickyAssignor

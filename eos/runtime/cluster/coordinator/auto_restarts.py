@@ -3,9 +3,9 @@ backoff (docs/operations.md, "Tasks that heal themselves").
 
 Every tick (a quarter of ``auto.restart.backoff.unit.ms``, at most a second) it
 looks at what has FAILED here (the supervisor's ``failures()``) and at what the
-:class:`~eos.runtime.auto_restart.RestartBook` remembers; when there is anything,
+:class:`~.restart_backoff.RestartBook` remembers; when there is anything,
 it decides in the coordinator's mailbox, unit by unit, with the pure
-:func:`~eos.runtime.auto_restart.decide`:
+:func:`~.restart_backoff.decide`:
 
 - a restart goes the way a user's restart request goes once read from the config
   topic (:meth:`Reconciler.restart`: reported RESTARTING, stopped, started again by
@@ -27,11 +27,17 @@ from anyio.abc import TaskStatus
 
 from eos.config.auto_restart import AutoRestartPolicy
 from eos.errors import ConflictError
-from eos.runtime.auto_restart import Action, Decision, RestartBook, Unit, decide
 from eos.runtime.cluster.assignors.base import Assignment, TaskId
-from eos.runtime.cluster.coordinator.ports import Units
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
-from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.restart_backoff import (
+    Action,
+    Decision,
+    RestartBook,
+    Unit,
+    decide,
+)
+from eos.runtime.cluster.coordinator.worker_interfaces import Units
 from eos.storage.config_log import RestartRequest
 
 log = structlog.get_logger(__name__)

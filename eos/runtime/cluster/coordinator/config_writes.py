@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Mapping
 import structlog
 
 from eos.errors import ConflictError, EosError, FencedError, NotFoundError, NotLeaderError
-from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
 from eos.storage.config_log import ConfigSnapshot, RestartRequest, TargetState
 

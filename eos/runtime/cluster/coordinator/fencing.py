@@ -21,7 +21,7 @@ from eos.errors import ConflictError
 from eos.kafka.fencing import fence_producers
 from eos.kafka.transactional_ids import task_transactional_id
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
-from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.duty_context import Shared
 
 log = structlog.get_logger(__name__)
 

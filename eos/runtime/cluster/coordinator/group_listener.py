@@ -33,12 +33,12 @@ from eos.runtime.cluster.assignment import (
 )
 from eos.runtime.cluster.assignors.base import EMPTY, Assignment, Assignor
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.fencing import FencingRounds
-from eos.runtime.cluster.coordinator.ports import Units
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
 from eos.runtime.cluster.coordinator.session_keys import TIMER as KEY_TIMER
 from eos.runtime.cluster.coordinator.session_keys import SessionKeys
-from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.worker_interfaces import Units
 from eos.runtime.cluster.group_metadata import (
     MalformedGroupData,
     MemberAssignment,

@@ -18,7 +18,7 @@ import anyio
 
 from eos.errors import ConflictError
 from eos.runtime.actor import Mailbox
-from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 
 T = TypeVar("T")
 

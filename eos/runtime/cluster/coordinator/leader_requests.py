@@ -7,10 +7,10 @@ fail with a :class:`~eos.errors.RetriableError` (the caller retries)."""
 from __future__ import annotations
 
 from eos.errors import RetriableError
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
 from eos.runtime.cluster.coordinator.fencing import FencingRounds
-from eos.runtime.cluster.coordinator.ports import LeaderLink
-from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.worker_interfaces import LeaderLink
 
 
 class LeaderRequests:

@@ -2,7 +2,7 @@
 (docs/cluster.md, "One round, step by step", step 5).
 
 Run in the coordinator's mailbox after every assignment and whenever the config
-topic moved: restart requests first (:mod:`~eos.runtime.cluster.coordinator.restarts`),
+topic moved: restart requests first (:mod:`~eos.runtime.cluster.coordinator.restart_requests`),
 then connectors whose config changed or that must not run stop, stale task
 generations stop, and what should run but does not starts (a task's start-up
 asks the leader for a fencing round first). What is assigned but paused or stopped
@@ -13,9 +13,9 @@ is reported once. The decisions are the pure functions :func:`wanted_connectors`
 from __future__ import annotations
 
 from eos.runtime.cluster.assignors.base import Assignment
-from eos.runtime.cluster.coordinator.ports import Units
-from eos.runtime.cluster.coordinator.restarts import Restarts
-from eos.runtime.cluster.coordinator.state import ClusterState
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
+from eos.runtime.cluster.coordinator.restart_requests import Restarts
+from eos.runtime.cluster.coordinator.worker_interfaces import Units
 from eos.state import State
 from eos.storage.config_log import ConfigSnapshot, RestartRequest, TargetState
 

@@ -10,7 +10,7 @@ share and routes between them.
   tasks ask for them, here or over an internal request);
 - :mod:`~eos.runtime.cluster.coordinator.session_keys`: the leader's session key;
 - :mod:`~eos.runtime.cluster.coordinator.reconcile` and
-  :mod:`~eos.runtime.cluster.coordinator.restarts`: what this worker runs, after each
+  :mod:`~eos.runtime.cluster.coordinator.restart_requests`: what this worker runs, after each
   assignment and each time the config watcher
   (:mod:`~eos.runtime.cluster.coordinator.watcher`) saw the config topic move;
 - :mod:`~eos.runtime.cluster.coordinator.auto_restarts`: failed connectors and tasks of
@@ -36,8 +36,8 @@ from anyio.abc import TaskStatus
 
 from eos.errors import ConflictError
 from eos.runtime.cluster.coordinator.auto_restarts import AutoRestarts
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
-from eos.runtime.cluster.coordinator.shared import Shared
 from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
 
 log = structlog.get_logger(__name__)

@@ -15,7 +15,7 @@ import structlog
 
 from eos.errors import EosError
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
-from eos.runtime.cluster.coordinator.shared import Shared
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.signatures import key_bytes
 from eos.storage.config_log import SessionKey
 

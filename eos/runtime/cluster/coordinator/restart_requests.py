@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import structlog
 
 from eos.runtime.cluster.assignors.base import Assignment
-from eos.runtime.cluster.coordinator.ports import Units
+from eos.runtime.cluster.coordinator.worker_interfaces import Units
 from eos.state import State
 from eos.storage.config_log import ConfigSnapshot, RestartRequest
 

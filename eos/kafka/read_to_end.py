@@ -21,8 +21,8 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from eos.errors import ReadToEndTimeout
 from eos.kafka import aiokafka_private as private
+from eos.kafka.async_service import AsyncService
 from eos.kafka.clients import ClientConfig, make_consumer
-from eos.kafka.lifecycle import AsyncService
 
 _POLL_MS = 100
 

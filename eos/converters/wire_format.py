@@ -29,7 +29,7 @@ from eos.api.schema import (
     column_values,
 )
 from eos.converters.base import Headers, SchemaConverter, flag
-from eos.converters.registry import RegistryClient, RegistrySchema
+from eos.converters.schema_registry import RegistryClient, RegistrySchema
 from eos.errors import ConfigError, DataError, SchemaRegistryError
 
 SubjectName = Callable[[str, bool, "str | None"], str]

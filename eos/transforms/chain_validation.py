@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from eos.errors import ConfigError
-from eos.transforms.config import TRANSFORMS, Loaded, definitions, load
+from eos.transforms.chain_settings import TRANSFORMS, Loaded, definitions, load
 
 __all__ = ["definitions", "problems"]
 

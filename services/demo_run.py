@@ -79,7 +79,7 @@ async def count_ids(config: ClientConfig) -> Counter[int]:
     return ids
 
 
-async def main_job(bootstrap: str, data: Path, rest_port: int = 8083) -> bool:
+async def demo_run(bootstrap: str, data: Path, rest_port: int = 8083) -> bool:
     settings = demo_settings(bootstrap, rest_port)
     if ensure_dataset(data):
         print(f"wrote the sample dataset: {ROWS:,} rows with a unique id, Parquet, in {data}")

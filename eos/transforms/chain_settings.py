@@ -21,7 +21,7 @@ from typing import Any, Final
 from eos.api.transforms import Predicate, Transformation
 from eos.config.definition import ConfigDef, ConfigKey, Importance, Type
 from eos.errors import ConfigError, PluginError
-from eos.transforms.registry import predicate_class, transform_class
+from eos.transforms.loader import predicate_class, transform_class
 
 TRANSFORMS: Final = "transforms"
 PREDICATES: Final = "predicates"

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from eos.config.worker import WorkerConfig
 from eos.runtime.clock import Clock
+from eos.runtime.cluster.coordinator.cluster_state import ClusterState
 from eos.runtime.cluster.coordinator.inbox import Inbox
-from eos.runtime.cluster.coordinator.ports import Rejoin
-from eos.runtime.cluster.coordinator.state import ClusterState
 from eos.runtime.cluster.coordinator.timers import Timers
+from eos.runtime.cluster.coordinator.worker_interfaces import Rejoin
 from eos.runtime.observer import WorkerObserver
 
 
