@@ -46,8 +46,8 @@ unit: $(STAMP) ## unit tests only (no I/O)
 	$(BIN)/pytest tests/unit
 
 TEST_WORKERS ?= 2
-test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system) on TEST_WORKERS processes, with eos/runtime's branch coverage
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --cov=eos/runtime --cov-branch --cov-report=term:skip-covered
+test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system) on TEST_WORKERS processes, with the runtime's and the converters' branch coverage
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --cov=eos/runtime --cov=eos/converters --cov-branch --cov-report=term:skip-covered
 
 bench: $(STAMP) ## the benchmark tables under bench/
 	@for b in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
