@@ -184,7 +184,7 @@ def record_path() -> RecordPath:
 
 
 async def records_round(path: Path, lines: int, batch_size: int | None) -> dict[str, float]:
-    convert = record_path().convert
+    convert = (await record_path().prepare([])).convert  # the convert step of any segment
     producer = queueing_producer(lines)
     produce = producer.produce
     aiokafka = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", max_batch_size=262144)

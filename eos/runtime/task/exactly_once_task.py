@@ -12,10 +12,10 @@ Invariants:
 - a record the broker rejected fails the commit before EndTxn (the producer checks).
 
 The steps, as the template (:mod:`eos.runtime.task.source_task`) calls them: ``prepare_to_send``
-opens the transaction; ``_send`` holds records when the policy says so (interval boundary:
-sent together at the commit, or once :data:`HOLD_RECORDS` wait); ``prepare_to_poll``,
+opens the transaction; ``ready_to_write`` lets the policy hold records (interval boundary:
+written together at the commit, or once :data:`HOLD_RECORDS` wait); ``prepare_to_poll``,
 ``record_boundary``/``act`` and ``batch_dispatched`` ask the :class:`BoundaryPolicy`;
-``_commit`` sends the held records, then the offsets records, then commits.
+``_commit`` writes the held records, then the offsets records, then commits.
 
 Boundary policies (``transaction.boundary``), built by the worker (:func:`boundary_policy`):
 
@@ -79,9 +79,6 @@ class ExactlyOnceTask(SourceTaskRunner):
         super().__init__(spec, deps, task)
         self._policy: BoundaryPolicy = deps.boundary or PollBoundary()
         self.record_boundaries = self._policy.per_record
-        self._hold = self._policy.holds_records
-        self._held: list[Outgoing] = []
-        self._held_count = 0
         self._abortable = 0
         """TRANSACTION_ABORTABLE answers since the last commit."""
 
@@ -112,21 +109,8 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self._call(self._producer.begin())
             self._inflight.opened_at = self.deps.clock.monotonic()
 
-    async def _send(self, segment: Sequence[Outgoing]) -> None:
-        if not self._hold:
-            await super()._send(segment)
-            return
-        await self.prepare_to_send()  # the transaction is open from the first held record
-        self._held.extend(segment)
-        self._held_count += count_records(segment)
-        if self._held_count >= HOLD_RECORDS:
-            await self._release()
-
-    async def _release(self) -> None:
-        """Send the held records (before the offsets that cover them)."""
-        if self._held:
-            held, self._held, self._held_count = self._held, [], 0
-            await super()._send(held)
+    def ready_to_write(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
+        return self._policy.hold(segment)
 
     def record_boundary(self, record: Outgoing) -> Action | None:
         return self._policy.after_record(record)
@@ -148,7 +132,7 @@ class ExactlyOnceTask(SourceTaskRunner):
             await self.abandon("shutdown")
 
     async def abandon(self, reason: AbortReason) -> None:
-        held, self._held, self._held_count = self._held_count, [], 0
+        held = self._policy.drop()
         batch, self._inflight = self._inflight, self.new_inflight()
         if batch.opened_at is None or self._producer is None:
             return
@@ -161,7 +145,7 @@ class ExactlyOnceTask(SourceTaskRunner):
     async def recover(self, exc: TransactionAbortable) -> None:
         """Abort (the producer goes on with the next epoch) so that a new instance of the
         connector's task re-polls from the committed offsets; too many in a row fail."""
-        held, self._held, self._held_count = self._held_count, [], 0
+        held = self._policy.drop()
         batch, self._inflight = self._inflight, self.new_inflight()
         self._policy.forget()
         if batch.opened_at is not None:
@@ -195,7 +179,9 @@ class ExactlyOnceTask(SourceTaskRunner):
         if batch.opened_at is None:
             return
         assert self._producer is not None
-        await self._release()
+        held = self._policy.release()
+        if held:  # before the offsets that cover them
+            await self.write(held)
         await self._send_offsets(batch)
         started = time.perf_counter()
         try:
@@ -295,11 +281,19 @@ def boundary_policy(
 
 
 class _Boundary:
-    """No boundary anywhere (what each policy overrides)."""
+    """No boundary anywhere, nothing held (what each policy overrides)."""
 
     per_record = False
-    holds_records = False
     context: TransactionContext | None = None
+
+    def hold(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
+        return segment
+
+    def release(self) -> list[Outgoing]:
+        return []
+
+    def drop(self) -> int:
+        return 0
 
     def before_poll(self, open_since: float | None) -> Action | None:
         return None
@@ -320,11 +314,28 @@ class PollBoundary(_Boundary):
 
 
 class IntervalBoundary(_Boundary):
-    holds_records = True
+    """Commit once the transaction has been open for the interval; until then polled
+    records are held and written together (at the commit, or once :data:`HOLD_RECORDS`
+    wait)."""
 
     def __init__(self, interval_ms: int, clock: Clock) -> None:
         self.interval = interval_ms / 1000
         self.clock = clock
+        self._held: list[Outgoing] = []
+        self._held_count = 0
+
+    def hold(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
+        self._held.extend(segment)
+        self._held_count += count_records(segment)
+        return self.release() if self._held_count >= HOLD_RECORDS else ()
+
+    def release(self) -> list[Outgoing]:
+        held, self._held, self._held_count = self._held, [], 0
+        return held
+
+    def drop(self) -> int:
+        count, self._held, self._held_count = self._held_count, [], 0
+        return count
 
     def before_poll(self, open_since: float | None) -> Action | None:
         if open_since is not None and self.clock.monotonic() - open_since >= self.interval:

@@ -1,6 +1,8 @@
-"""The steps between a task's poll and its producer, for one segment of a poll batch
-(the template loop's send step, :meth:`eos.runtime.task.source_task.SourceTaskRunner._send`,
-calls :meth:`RecordPath.prepare`, then hands the producer :attr:`RecordPath.convert`):
+"""The steps between a task's poll and its producer, for one segment of a poll batch.
+The template loop's send step (:meth:`eos.runtime.task.source_task.SourceTaskRunner.write`)
+calls :meth:`RecordPath.prepare`, which returns a frozen :class:`Prepared`: the items for
+the producer and the convert step it calls on each record, bound to what this segment
+collects (:class:`Collected`). The steps:
 
 0. **runs of records** sharing a topic and schemas folded into typed blocks
    (:mod:`~eos.runtime.task.record_runs`), where the converters are schema-aware, no registry
@@ -14,26 +16,32 @@ calls :meth:`RecordPath.prepare`, then hands the producer :attr:`RecordPath.conv
    registered in a worker thread, retried within ``errors.retry.timeout`` (the convert
    step then never waits for the network on the event loop);
 3. **typed blocks** (``RecordBlock(encoded=False)``) encoded a column at a time
-   (:func:`~eos.converters.encode_block`); a block that cannot be goes on row by
-   row, so that the failing row is named (or skipped alone);
+   (:func:`~eos.converters.encode_block`);
 4. **convert**, called by the producer as it queues each record: the key and value
    converters, with the record's schemas and headers (the schemaless ``convert`` where the
    record has none: the default path's cost is unchanged).
 
+A block that cannot stay columnar — a step that needs single rows, a row that fails, a
+column no converter encodes at once — becomes records that join the record pipeline
+where the block left it, by one rule (:meth:`_Segment.as_records`), so that a failing row
+is named, or skipped alone.
+
 A record that fails in 1 or 4 goes to the :class:`~eos.runtime.task.tolerance.ErrorHandler`:
 it fails the task (``errors.tolerance=none``) or is skipped; a skipped record's dead letter
-(:mod:`eos.runtime.task.dead_letters`) waits in :attr:`RecordPath.dead` for the loop to send
-it right after the segment, in the same transaction as the output and the offsets.
+(:mod:`eos.runtime.task.dead_letters`) waits in :meth:`Prepared.dead_letters` for the loop to
+send right after the segment, in the same transaction as the output and the offsets.
 
 ``commit_record`` receives each record as the connector handed it (before the
-transforms, as in Connect), with no metadata for a record that was dropped or skipped.
+transforms, as in Connect), with no metadata for a record that was dropped or skipped
+(:meth:`Prepared.committed`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -51,6 +59,8 @@ from eos.runtime.task.task_deps import TaskDeps, TaskSpec
 from eos.runtime.task.tolerance import ErrorHandler
 
 Pair = tuple[bytes | None, bytes | None]
+K = TypeVar("K")
+V = TypeVar("V")
 
 REGISTRY_WAIT_MAX_S = 10.0
 """Longest pause between two attempts to reach a schema registry at start-up."""
@@ -67,7 +77,8 @@ NOT_WRITTEN = _NotWritten()
 
 
 class RecordPath:
-    """One task's steps from poll to producer (see the module docstring)."""
+    """One task's steps from poll to producer (see the module docstring): what stays the
+    same from segment to segment. Each segment's findings live in its :class:`Prepared`."""
 
     def __init__(
         self,
@@ -93,41 +104,30 @@ class RecordPath:
         self.decoder = None
         if self.chain is not None and self.chain.reads_values:
             self.decoder = decoder_for(self.keys, self.values)
-        self._registry = [c for c in (self.keys, self.values) if isinstance(c, RegistryConverter)]
-        self._steps: dict[Stage, str] = {
+        self.registry = [c for c in (self.keys, self.values) if isinstance(c, RegistryConverter)]
+        self.steps: dict[Stage, str] = {
             "KEY_CONVERTER": deps.converter_names[0],
             "VALUE_CONVERTER": deps.converter_names[1],
         }
         self.folding = (
-            not per_record and not self._registry
+            not per_record and not self.registry
             and isinstance(self.keys, SchemaConverter) and isinstance(self.values, SchemaConverter)
             and (self.chain is None or self.chain.bundled)
         )  # fmt: skip
-        """Whether runs of records go through as typed blocks (:mod:`.record_runs`)."""
-        self._folded = Folded()
-        self.active = self.chain is not None or bool(self._registry) or self.folding
-        """Whether every segment needs :meth:`prepare` (else only those with blocks)."""
-        self.blocks = False
-        """The last prepared segment had blocks (its records must be counted row by row)."""
-        self.dead: list[SourceRecord] = []
-        self.dropped = 0
-        self._skipped = 0
-        self._pre: dict[int, SourceRecord] = {}
-        """per_record: a transformed record → the record as polled."""
-        self._lost: list[SourceRecord] = []
-        """per_record: records as polled that were dropped or skipped."""
-        self._rows: dict[int, tuple[RecordBlock, int]] = {}
-        """Rows of blocks this path expanded → (block, row), to name a failing row."""
+        """Whether runs of records go through as typed blocks (:mod:`.record_runs`); off
+        for good once a step needs single rows."""
+        self.active = self.chain is not None or bool(self.registry) or self.folding
+        """Whether every segment needs the steps (else only those with blocks)."""
         self._seen: dict[tuple[int, str, int], object] = {}
-        """(converter, topic, schema) registered with the registry (by identity)."""
-        self.convert: Convert = self._make_convert()
+        """(converter, topic, schema) registered with the registry (by identity; the value
+        keeps the schema alive, so its id is not reused)."""
 
     # ------------------------------------------------------------ start and stop
 
     async def start(self, waiting: Callable[[str], Awaitable[None]]) -> None:
         """Before the task starts: reach every schema registry (waiting as long as it
         takes, said once through ``waiting``), create the dead-letter topic."""
-        for converter in self._registry:
+        for converter in self.registry:
             await self._reach(converter, waiting)
         settings = self.deps.errors
         if settings.dlq_topic is not None and self.deps.create_topic is not None:
@@ -167,147 +167,26 @@ class RecordPath:
 
     # ----------------------------------------------------------------- prepare
 
-    async def prepare(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
-        """The segment as the producer takes it: transformed, its schemas registered, its
-        typed blocks encoded (the segment itself on the default path)."""
-        self.dead, self.dropped, self._skipped = [], 0, 0
-        self._pre, self._lost, self._rows = {}, [], {}
-        self._folded.clear()
-        self.blocks = RecordBlock in set(map(type, segment))  # C loops: the default path's
-        if not self.active and not self.blocks:
-            return segment
+    async def prepare(self, segment: Sequence[Outgoing]) -> Prepared:
+        """``segment`` as the producer takes it — transformed, its schemas registered, its
+        typed blocks encoded (the segment itself on the default path) — with the convert
+        step bound to what this segment collects."""
+        found = Collected(self.per_record)
+        blocks = RecordBlock in set(map(type, segment))  # C loops: the default path's
+        if not self.active and not blocks:
+            return Prepared(segment, self._convert(found), 0, False, found)
+        work = _Segment(self, found)
         items: Sequence[Outgoing] = segment
         if self.folding:
-            items = self._folded.fold(segment)
-            self.blocks = self.blocks or bool(self._folded.runs)
-        if self.per_record and self.blocks:  # commit_record takes records: one per row
-            items = self._expand(segment)
-        staged = self._transform(items) if self.chain is not None else list(items)
-        if self._registry:
+            items = work.folded.fold(segment)
+            blocks = blocks or bool(work.folded.runs)
+        if self.per_record and blocks:  # commit_record takes records: one per row
+            items = work.expand(items)
+        staged = work.transform(items) if self.chain is not None else list(items)
+        if self.registry:
             await self._register(staged)
-        return self._encode(staged)
-
-    def _expand(self, items: Sequence[Outgoing]) -> list[Outgoing]:
-        out: list[Outgoing] = []
-        for item in items:
-            if isinstance(item, RecordBlock):
-                rows = item.records()
-                self._rows.update((id(row), (item, i)) for i, row in enumerate(rows))
-                out += rows
-            else:
-                out.append(item)
-        return out
-
-    # --------------------------------------------------------------- transforms
-
-    def _transform(self, items: Sequence[Outgoing]) -> list[Outgoing]:
-        out: list[Outgoing] = []
-        run: list[SourceRecord] = []  # records in a row, transformed as one batch
-        for item in items:
-            if type(item) is SourceRecord:
-                run.append(item)
-                continue
-            assert isinstance(item, RecordBlock)
-            if run:
-                self._transform_records(run, out)
-                run = []
-            out += self._transform_block(item)
-        if run:
-            self._transform_records(run, out)
-        return out
-
-    def _transform_records(self, records: list[SourceRecord], out: list[Outgoing]) -> None:
-        """``records`` through the chain (as one batch, or one by one where the chain
-        cannot batch them or a record fails), the results appended to ``out``."""
-        chain = self.chain
-        assert chain is not None
-        results = chain.apply_all(records)
-        skipped: set[int] = set()  # ids of the records a failure skipped
-        if results is None:
-            results = []
-            for item in records:
-                try:
-                    results.append(chain.apply(item))
-                except TransformError as exc:
-                    self._transform_failed(item, exc, self._where(item))
-                    results.append(None)
-                    skipped.add(id(item))
-        track = self.per_record
-        for item, result in zip(records, results, strict=True):
-            if result is None:
-                if skipped and id(item) in skipped:
-                    continue
-                self.dropped += 1
-                if track:
-                    self._lost.append(item)
-            else:
-                if track and result is not item:
-                    self._pre[id(result)] = item
-                out.append(result)
-
-    def _transform_block(self, block: RecordBlock) -> list[Outgoing]:
-        assert self.chain is not None
-        records = self._folded.pop(block)
-        try:
-            result = self.chain.apply_block(block, self.decoder)
-        except TransformError:
-            if records is not None:
-                return self._unfold(records)
-            return self._rows_through_chain(block)
-        if result is None:
-            self.dropped += len(block)
-            return []
-        if records is not None:
-            if not isinstance(result, RecordBlock):  # a step needs rows: records from now on
-                self.folding = False
-                return self._unfold(records)
-            self._folded.keep(result, records)
-        self.dropped += len(block) - len(result)
-        return [result] if isinstance(result, RecordBlock) else list(result)
-
-    def _unfold(self, records: list[SourceRecord], counted: int = 0) -> list[Outgoing]:
-        """A folded run as its records again, through the chain (whose block had dropped
-        ``counted`` of them): each is then named, skipped or dead-lettered alone, as if it
-        had never been folded."""
-        if self.chain is None:
-            return list(records)
-        out: list[Outgoing] = []
-        self.dropped -= counted  # counted again, record by record
-        self._transform_records(records, out)
-        return out
-
-    def _rows_through_chain(self, block: RecordBlock) -> list[Outgoing]:
-        """The chain row by row, where it failed on a block: names the failing row (and
-        skips only it under ``errors.tolerance=all``)."""
-        chain = self.chain
-        assert chain is not None
-        if block.encoded and chain.reads_values and self.decoder is not None:
-            rows = self.decoder.decode(block)
-        else:
-            rows = block.records()
-        out: list[Outgoing] = []
-        for i, row in enumerate(rows):
-            try:
-                result = chain.apply(row)
-            except TransformError as exc:
-                self._transform_failed(row, exc, f"row {i} of {where(block)}")
-                continue
-            if result is None:
-                self.dropped += 1
-            else:
-                out.append(result)
-        return out
-
-    def _transform_failed(self, record: SourceRecord, exc: TransformError, named: str) -> None:
-        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
-        step = exc.type_name or exc.alias
-        fatal = TransformError(
-            f"transforms.{exc.alias} ({step}) failed on {named}: {cause}", exc.alias, step
-        )
-        if cause is exc:
-            fatal = exc
-        letter = self.errors.failed(Failure(record, "TRANSFORMATION", step, cause), fatal)
-        self._skip(record, letter)
+        out = work.encode(staged) if blocks else staged
+        return Prepared(out, self._convert(found), work.dropped, blocks, found)
 
     # ----------------------------------------------------------------- registry
 
@@ -345,44 +224,15 @@ class RecordPath:
             await self.errors.retry(register, f"registering the schema of topic {topic!r}")
         self._seen[key] = schema
 
-    # ------------------------------------------------------------------- blocks
-
-    def _encode(self, items: list[Outgoing]) -> list[Outgoing]:
-        """Typed blocks encoded (row by row where a whole column cannot be); the topics of
-        every block checked."""
-        if not self.blocks:
-            return items
-        out: list[Outgoing] = []
-        for item in items:
-            if type(item) is not RecordBlock:
-                out.append(item)
-                continue
-            if not item.encoded:
-                records = self._folded.pop(item)
-                if item.topics is not None and self._registry:  # a subject per row's topic
-                    out += self._expand([item])
-                    continue
-                try:
-                    item = encode_block(item, self.keys, self.values)
-                except Exception:  # the convert step names the failing row
-                    if records is None:
-                        out += self._expand([item])
-                    else:
-                        out += self._unfold(records, len(records) - len(item))
-                    continue
-            for topic in {item.topic} if item.topics is None else set(item.topics):
-                self.check_topic(topic)
-            out.append(item)
-        return out
-
     # ------------------------------------------------------------------ convert
 
-    def _make_convert(self) -> Convert:
-        """The convert step (per record: keep it lean; it is the default path's cost)."""
+    def _convert(self, found: Collected) -> Convert:
+        """The convert step, its failures collected in ``found`` (per record: keep it
+        lean; it is the default path's cost)."""
         check_topic = self.check_topic
         key_plain, value_plain = self.keys.convert, self.values.convert
         key_typed, value_typed = _typed(self.keys), _typed(self.values)
-        failed = self._conversion_failed
+        failed = partial(self._conversion_failed, found)
 
         def convert(record: SourceRecord) -> Pair | None:
             topic = record.topic
@@ -409,44 +259,265 @@ class RecordPath:
 
         return convert
 
-    def _conversion_failed(self, record: SourceRecord, stage: Stage, exc: Exception) -> None:
-        fatal = ConversionError(f"{self._where(record)} could not be converted: {exc}")
-        letter = self.errors.failed(Failure(record, stage, self._steps[stage], exc), fatal)
-        self._skipped += 1
-        self._skip(record, letter)
-
-    def _skip(self, record: SourceRecord, letter: SourceRecord | None) -> None:
-        if letter is not None:
-            self.dead.append(letter)
-        if self.per_record:
-            self._lost.append(self._pre.pop(id(record), record))
-
-    def _where(self, record: SourceRecord) -> str:
-        row = self._rows.get(id(record))
-        return where(record) if row is None else f"row {row[1]} of {where(row[0])}"
+    def _conversion_failed(
+        self, found: Collected, record: SourceRecord, stage: Stage, exc: Exception
+    ) -> None:
+        fatal = ConversionError(f"{found.where(record)} could not be converted: {exc}")
+        letter = self.errors.failed(Failure(record, stage, self.steps[stage], exc), fatal)
+        found.skipped += 1
+        found.skip(record, letter)
 
     def convert_dead(self, record: SourceRecord) -> Pair:
         """The convert step of dead letters (already bytes)."""
         self.check_topic(record.topic)
         return record.key, record.value
 
-    # ------------------------------------------------------------ after the send
 
-    def take_dead(self) -> list[SourceRecord]:
-        dead, self.dead = self.dead, []
-        return dead
+class Collected:
+    """What one segment's steps find record by record: the transforms while it is
+    prepared, the convert step while the producer queues it. Its dead letters, the
+    records the convert step skipped, the rows of blocks taken apart (to name a failing
+    row), and for tasks that override ``commit_record`` each record as polled."""
 
-    def written(self, out: Sequence[Outgoing]) -> int:
-        """Records of ``out`` the producer queued (rows counted, skipped ones not)."""
-        return (count_records(out) if self.blocks else len(out)) - self._skipped
+    __slots__ = ("dead", "lost", "origins", "rows", "skipped")
+
+    def __init__(self, per_record: bool) -> None:
+        self.dead: list[SourceRecord] = []
+        self.skipped = 0
+        self.rows = _ByIdentity[SourceRecord, tuple[RecordBlock, int]]()
+        """Rows of blocks the path took apart → (block, row)."""
+        self.origins = _ByIdentity[SourceRecord, SourceRecord]() if per_record else None
+        """per_record: a transformed record → the record as polled."""
+        self.lost: list[SourceRecord] = []
+        """per_record: records as polled that were dropped or skipped."""
+
+    def skip(self, record: SourceRecord, letter: SourceRecord | None) -> None:
+        if letter is not None:
+            self.dead.append(letter)
+        if self.origins is not None:
+            self.lost.append(self.origins.pop(record) or record)
+
+    def where(self, record: SourceRecord) -> str:
+        row = self.rows.get(record)
+        return where(record) if row is None else f"row {row[1]} of {where(row[0])}"
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One segment, ready for the producer: the records and blocks it takes, the convert
+    step it calls on each record, and what this segment's steps found — complete once the
+    producer has converted every record."""
+
+    items: Sequence[Outgoing]
+    """What the producer queues, in order."""
+    convert: Convert
+    """The convert step, bound to :attr:`found`."""
+    dropped: int
+    """Records the transforms dropped (their offsets still commit)."""
+    blocks: bool
+    """Whether :attr:`items` hold blocks (their rows are counted one by one)."""
+    found: Collected
+
+    def dead_letters(self) -> list[SourceRecord]:
+        """The dead letters of the records skipped, to send right after the items."""
+        return self.found.dead
+
+    def written(self) -> int:
+        """Records the producer queued (rows counted, skipped ones not)."""
+        queued = count_records(self.items) if self.blocks else len(self.items)
+        return queued - self.found.skipped
 
     def committed(self, sent: list[tuple[SourceRecord, Sent]]) -> list[tuple[SourceRecord, Sent]]:
         """``commit_record``'s arguments: the records as polled, written or not."""
-        pre = self._pre
-        records = [(pre.get(id(r), r), s) for r, s in sent] if pre else sent
-        if self._lost:
-            records = [*records, *((r, cast(Sent, NOT_WRITTEN)) for r in self._lost)]
+        origins, lost = self.found.origins, self.found.lost
+        records = [(origins.get(r) or r, s) for r, s in sent] if origins else sent
+        if lost:
+            records = [*records, *((r, cast(Sent, NOT_WRITTEN)) for r in lost)]
         return records
+
+
+class _Segment:
+    """The steps of one segment between its poll and its producer: the transforms and
+    the encoding of typed blocks, and the one rule for a block that cannot stay columnar
+    (:meth:`as_records`)."""
+
+    def __init__(self, path: RecordPath, found: Collected) -> None:
+        self.path = path
+        self.chain = path.chain
+        self.found = found
+        self.folded = Folded()
+        self.dropped = 0
+
+    def expand(self, items: Sequence[Outgoing]) -> list[Outgoing]:
+        """``items`` with every block taken apart into its rows, each remembered."""
+        out: list[Outgoing] = []
+        for item in items:
+            if isinstance(item, RecordBlock):
+                out += self._rows(item, item.records())
+            else:
+                out.append(item)
+        return out
+
+    def _rows(self, block: RecordBlock, rows: list[SourceRecord]) -> list[SourceRecord]:
+        remember = self.found.rows.put
+        for i, row in enumerate(rows):
+            remember(row, (block, i))
+        return rows
+
+    def as_records(self, block: RecordBlock, *, transformed: bool) -> list[Outgoing]:
+        """The rule, written once: a block that cannot stay columnar (a step that needs
+        single rows, a failing row, a column no converter encodes at once) becomes records,
+        which join the record pipeline where the block left it — each then named, skipped
+        or dead-lettered alone. A block folded from records becomes those records again,
+        through every step (``transformed``: its drops were counted, and are counted again
+        record by record); any other block becomes its rows (decoded where the chain still
+        has to read them), through the chain unless it has been through it."""
+        records = self.folded.pop(block)
+        if records is not None:
+            if transformed:
+                self.dropped -= len(records) - len(block)
+            return self._records_through_chain(records)
+        if transformed:
+            return list(self._rows(block, block.records()))
+        decoder = self.path.decoder
+        if block.encoded and self.chain is not None and self.chain.reads_values and decoder:
+            rows = decoder.decode(block)
+        else:
+            rows = block.records()
+        return self._records_through_chain(self._rows(block, rows))
+
+    # --------------------------------------------------------------- transforms
+
+    def transform(self, items: Sequence[Outgoing]) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        run: list[SourceRecord] = []  # records in a row, transformed as one batch
+        for item in items:
+            if type(item) is SourceRecord:
+                run.append(item)
+                continue
+            assert isinstance(item, RecordBlock)
+            if run:
+                out += self._records_through_chain(run)
+                run = []
+            out += self._block_through_chain(item)
+        if run:
+            out += self._records_through_chain(run)
+        return out
+
+    def _records_through_chain(self, records: list[SourceRecord]) -> list[Outgoing]:
+        """``records`` through the chain (as one batch, or one by one where the chain
+        cannot batch them or a record fails)."""
+        chain = self.chain
+        if chain is None:
+            return list(records)
+        results = chain.apply_all(records)
+        skipped: set[int] = set()  # ids of the records a failure skipped
+        if results is None:
+            results = []
+            for item in records:
+                try:
+                    results.append(chain.apply(item))
+                except TransformError as exc:
+                    self._transform_failed(item, exc)
+                    results.append(None)
+                    skipped.add(id(item))
+        out: list[Outgoing] = []
+        origins = self.found.origins
+        for item, result in zip(records, results, strict=True):
+            if result is None:
+                if skipped and id(item) in skipped:
+                    continue
+                self.dropped += 1
+                if origins is not None:
+                    self.found.lost.append(item)
+            else:
+                if origins is not None and result is not item:
+                    origins.put(result, item)
+                out.append(result)
+        return out
+
+    def _block_through_chain(self, block: RecordBlock) -> list[Outgoing]:
+        assert self.chain is not None
+        records = self.folded.pop(block)
+        try:
+            result = self.chain.apply_block(block, self.path.decoder)
+        except TransformError:
+            if records is not None:
+                self.folded.keep(block, records)
+            return self.as_records(block, transformed=False)
+        if result is None:
+            self.dropped += len(block)
+            return []
+        if records is not None:
+            if not isinstance(result, RecordBlock):  # a step needs rows: records from now on
+                self.path.folding = False
+                self.folded.keep(block, records)
+                return self.as_records(block, transformed=False)
+            self.folded.keep(result, records)
+        self.dropped += len(block) - len(result)
+        return [result] if isinstance(result, RecordBlock) else list(result)
+
+    def _transform_failed(self, record: SourceRecord, exc: TransformError) -> None:
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        step = exc.type_name or exc.alias
+        fatal = TransformError(
+            f"transforms.{exc.alias} ({step}) failed on {self.found.where(record)}: {cause}",
+            exc.alias,
+            step,
+        )
+        if cause is exc:
+            fatal = exc
+        letter = self.path.errors.failed(Failure(record, "TRANSFORMATION", step, cause), fatal)
+        self.found.skip(record, letter)
+
+    # ------------------------------------------------------------------- blocks
+
+    def encode(self, items: list[Outgoing]) -> list[Outgoing]:
+        """Typed blocks encoded (as records where a whole column cannot be); the topics of
+        every block checked."""
+        path = self.path
+        out: list[Outgoing] = []
+        for item in items:
+            if type(item) is not RecordBlock:
+                out.append(item)
+                continue
+            if not item.encoded:
+                if item.topics is not None and path.registry:  # a subject per row's topic
+                    out += self.as_records(item, transformed=True)
+                    continue
+                try:
+                    item = encode_block(item, path.keys, path.values)
+                except Exception:  # the convert step names the failing row
+                    out += self.as_records(item, transformed=True)
+                    continue
+            for topic in {item.topic} if item.topics is None else set(item.topics):
+                path.check_topic(topic)
+            out.append(item)
+        return out
+
+
+class _ByIdentity(Generic[K, V]):
+    """A mapping keyed by object identity (records are dataclasses, unhashable), which
+    holds its keys so that no id is reused while it lives."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[K, V]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def put(self, key: K, value: V) -> None:
+        self._items[id(key)] = (key, value)
+
+    def get(self, key: K) -> V | None:
+        found = self._items.get(id(key)) if self._items else None
+        return None if found is None else found[1]
+
+    def pop(self, key: K) -> V | None:
+        found = self._items.pop(id(key), None) if self._items else None
+        return None if found is None else found[1]
 
 
 def _typed(converter: Converter) -> Callable[..., bytes | None]:

@@ -318,32 +318,40 @@ class SourceTaskRunner(ABC):
         return ConversionError(f"{where(record)} could not be sent: {error!r}{hint}")
 
     async def _send(self, segment: Sequence[Outgoing]) -> None:
-        """The send step: the record path (transforms, schemas, blocks), convert and
-        queue in order, the dead letters after; keep the offsets of what was polled."""
-        assert self._producer is not None
-        self._check_sent()
+        """The send step: open what must be open, then write what the variant does not
+        hold back (:meth:`ready_to_write`)."""
         await self.prepare_to_send()
-        path, producer, per_record = self._path, self._producer, self._per_record
-        out = await path.prepare(segment)
+        ready = self.ready_to_write(segment)
+        if ready:
+            await self.write(ready)
+
+    async def write(self, segment: Sequence[Outgoing]) -> None:
+        """Write ``segment``: the record path prepares it (transforms, schemas, blocks), the
+        producer converts and queues it in order, its dead letters after; keep the offsets
+        of what was polled."""
+        producer, per_record = self._producer, self._per_record
+        assert producer is not None
+        self._check_sent()
+        prepared = await self._path.prepare(segment)
         try:
             sent = SegmentSent()  # every record dropped: only the offsets commit
-            if out:
-                sent = await producer.send(out, path.convert, per_record=per_record)
-            dead = path.take_dead()
+            if prepared.items:
+                sent = await producer.send(prepared.items, prepared.convert, per_record=per_record)
+            dead = prepared.dead_letters()
             if dead:
-                await producer.send(dead, path.convert_dead, per_record=False)
+                await producer.send(dead, self._path.convert_dead, per_record=False)
         except SendFailed as failed:
             raise self.send_error(failed.item, failed.cause) from failed.cause
-        count = path.written(out)
+        count = prepared.written()
         self.deps.observer.records_written(count, sent.nbytes)
-        if path.dropped:
-            self.deps.observer.records_dropped(path.dropped)
+        if prepared.dropped:
+            self.deps.observer.records_dropped(prepared.dropped)
         inflight = self._inflight
         if inflight.opened_at is None:
             inflight.opened_at = self.deps.clock.monotonic()
         inflight.count += count + len(dead)
         if per_record:
-            inflight.records += path.committed(sent.records)
+            inflight.records += prepared.committed(sent.records)
         _keep_offsets(inflight.offsets, segment)
 
     def new_inflight(self) -> InFlight:
@@ -363,6 +371,12 @@ class SourceTaskRunner(ABC):
 
     async def prepare_to_send(self) -> None:
         """Before records are sent (exactly-once: opens the transaction)."""
+
+    def ready_to_write(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
+        """What of a polled segment to write now; the variant writes what it held back
+        itself, with :meth:`write` (exactly-once with the interval boundary: at the
+        commit)."""
+        return segment
 
     record_boundaries = False
     """Whether :meth:`record_boundary` may split a poll batch (else it is not asked)."""

@@ -9,7 +9,7 @@ fakes (a scripted producer, a :class:`~eos.runtime.clock.ManualClock`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -22,6 +22,7 @@ from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.observer import NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
 from eos.runtime.task.producers import ProducerClient, ProducerFactory, make_task_producer
+from eos.runtime.task.producers.base import Outgoing
 from eos.state import State
 
 if TYPE_CHECKING:
@@ -92,8 +93,6 @@ class BoundaryPolicy(Protocol):
 
     per_record: bool
     """Whether :meth:`after_record` may answer (else the loop does not ask)."""
-    holds_records: bool
-    """Whether polled records wait to be sent until the commit (docs/sizing.md)."""
     context: TransactionContext | None
     """What the connector's task gets as ``context.transaction_context``."""
 
@@ -105,6 +104,16 @@ class BoundaryPolicy(Protocol):
 
     def forget(self) -> None:
         """Drop what the connector asked for (its task instance is being replaced)."""
+
+    def hold(self, segment: Sequence[Outgoing]) -> Sequence[Outgoing]:
+        """What of a polled segment to write now; the rest waits for :meth:`release`
+        (docs/sizing.md: the interval boundary holds records until the commit)."""
+
+    def release(self) -> list[Outgoing]:
+        """The records held, to write before the offsets that cover them."""
+
+    def drop(self) -> int:
+        """Forget the records held (the transaction is aborted); how many there were."""
 
 
 @dataclass
