@@ -64,7 +64,7 @@ from worker_run import (
 )
 
 from eos.converters import make_converter
-from eos.converters.json import _COMPACT
+from eos.converters.json_values import COMPACT
 from eos.kafka.admin import ensure_topic
 from services.connectors.verifiable import PADDED_SCHEMA, record_value
 from services.dev_registry import DevRegistry
@@ -110,7 +110,7 @@ def verifiable_rounds(url: str, n: int, rounds: int) -> dict[str, list[float]]:
     encode_avro = partial(avro.from_connect_data, "bench-verifiable", PADDED_SCHEMA)  # type: ignore[attr-defined]
     for _ in range(rounds):
         out["json-stdlib"].append(
-            _time(lambda: _each(lambda v: _COMPACT.encode(v).encode(), values), n)
+            _time(lambda: _each(lambda v: COMPACT.encode(v).encode(), values), n)
         )
         out["json-orjson"].append(_time(lambda: _each(partial(orjson.convert, "t"), values), n))
         out["json-schemas"].append(_time(
@@ -150,7 +150,7 @@ def sample_rounds(url: str, data: Path, n: int, rounds: int) -> dict[str, list[f
     plain = table.to_pylist()
     for _ in range(rounds):
         out["json-stdlib"].append(
-            _time(lambda: _each(lambda v: _COMPACT.encode(v).encode(), plain), n)
+            _time(lambda: _each(lambda v: COMPACT.encode(v).encode(), plain), n)
         )
         out["json-schemas"].append(_time(
             lambda: _each(partial(orjson.from_connect_data, "t", schema), values), n))  # type: ignore[attr-defined]  # fmt: skip

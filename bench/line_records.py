@@ -2,7 +2,7 @@
 connector written against the per-record API would (bench only, for bench/peers.py's
 ``eos-file-records-*`` rows: the typical connector path, a SourceRecord per row through
 the JSON converter). The runtime folds the records of a poll into a typed block before
-the transforms and the converters (eos/runtime/task/record_runs.py), as it does for any
+the transforms and the converters (eos/columns/folding.py), as it does for any
 connector's records that share a topic and their schema objects.
 
 Everything but the hand-over is FileSource's (its settings, scans, reads, offsets): each

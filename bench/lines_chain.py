@@ -6,7 +6,7 @@ with a static field, RegexRouter). Three rows, timed in the same round:
 
   none    the block encoded as it comes (a JSON string a line)
   three   the chain, then the converter: the lines stay a Python list
-          (eos.transforms.text_struct), written with one join
+          (eos.columns.text_struct), written with one join
   arrow   the same, with the hoisted lines made the Arrow struct column they stand for
           before the converter (what every converter but JSON's reads; the path every
           block took before the lines stayed a list)
@@ -28,9 +28,9 @@ from collections.abc import Callable
 from peers import THREE  # beside this script: python puts its folder first on the path
 
 from eos.api import RecordBlock
+from eos.columns.text_struct import arrow_of
 from eos.converters import JsonConverter, encode_block
 from eos.transforms import TransformChain
-from eos.transforms.text_struct import arrow_of
 from services.connectors.file import lines_block
 from services.worker_service import tune_gc, tune_malloc
 

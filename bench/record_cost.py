@@ -16,7 +16,7 @@ every round is printed and the summary takes the median of the rounds of each st
 ``--records``: the per-record path instead, with LineRecordSource's task
 (bench/line_records.py: FileSource handing over a SourceRecord per line), each stage
 apart. This is the path of records the runtime does not fold into blocks
-(eos/runtime/task/record_runs.py: records with headers, schemas built per record, a task that
+(eos/columns/folding.py: records with headers, schemas built per record, a task that
 overrides ``commit_record``, a schema registry); bench/peers.py's ``eos-file-records-*``
 rows, whose records fold, run the block stages above instead:
 

@@ -18,7 +18,9 @@ bytes       ``org.apache.kafka.connect.converters.ByteArrayConverter``  :mod:`.s
 
 (``json`` keeps ``schemas.enable=false`` by default, eos's behaviour before schemas;
 Connect's class name defaults it to true, as Connect does.) The interface is in
-:mod:`.base`; :func:`encode_block` turns a block of Connect values into encoded rows.
+:mod:`.base`; :func:`encode_block` turns a block of Connect values into encoded rows, and
+:func:`decodable` says whether a pair of converters reads its rows back
+(:mod:`eos.columns.decode`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from eos.api.records import RecordBlock
+from eos.columns.text_struct import arrow_of
 from eos.converters.base import Converter, SchemaConverter
 from eos.converters.json import JsonConverter
 from eos.converters.simple import BytesConverter, StringConverter
 from eos.errors import PluginError
 from eos.runtime.plugins import load_class
-from eos.transforms.text_struct import arrow_of
 
 __all__ = [
     "CONVERTERS",
@@ -42,6 +44,7 @@ __all__ = [
     "JsonConverter",
     "SchemaConverter",
     "StringConverter",
+    "decodable",
     "encode_block",
     "make_converter",
 ]
@@ -127,3 +130,20 @@ def _encode(converter: Converter, topic: str, schema: Any, column: Any) -> list[
     from eos.api.schema import column_values
 
     return [converter.convert(topic, v) for v in column_values(schema, column)]
+
+
+def decodable(key_converter: str, value_converter: str, props: Mapping[str, Any]) -> bool:
+    """Whether rows written by these converters (as named in a connector's settings) can
+    be read back (for validation, which has no converter instances)."""
+    for which, name in (("key", key_converter), ("value", value_converter)):
+        short = name.strip().lower()
+        if short in ("string", "bytes") or name in (
+            "org.apache.kafka.connect.storage.StringConverter",
+            "org.apache.kafka.connect.converters.ByteArrayConverter",
+        ):
+            continue
+        schemas = str(props.get(f"{which}.converter.schemas.enable", "false")).strip().lower()
+        if short == "json" and schemas != "true":
+            continue
+        return False
+    return True

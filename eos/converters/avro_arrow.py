@@ -31,7 +31,7 @@ from eos.api.schema import (
     Schema,
     SchemaType,
 )
-from eos.converters.arrow_bytes import (
+from eos.columns.arrow_bytes import (
     Part,
     counts,
     empty,

@@ -39,7 +39,8 @@ import pyarrow.compute as pc
 
 from eos.api.logical import Decimal
 from eos.api.schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
-from eos.converters.arrow_bytes import (
+from eos.columns import NeedsRows
+from eos.columns.arrow_bytes import (
     binary,
     counts,
     epoch_integers,
@@ -48,13 +49,8 @@ from eos.converters.arrow_bytes import (
     unscaled_bytes,
     valid_mask,
 )
-from eos.converters.json import _OPTIONS, _as_jackson_rows, _Compiler, _double, _float
+from eos.converters.json_values import OPTIONS, Compiler, as_jackson_rows, to_double, to_float
 from eos.errors import DataError
-
-
-class NeedsRows(Exception):
-    """A column (or a part of one) that this module does not write as the row path does."""
-
 
 _BINARY = pa.binary()
 _INTS = (SchemaType.INT8, SchemaType.INT16, SchemaType.INT32, SchemaType.INT64)
@@ -67,7 +63,7 @@ _SECONDS = (-62_135_596_800 + 86_400, 253_402_300_799 - 86_400)
 _PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
-def encode_column(column: Any, schema: Schema, compiler: _Compiler) -> list[bytes] | None:
+def encode_column(column: Any, schema: Schema, compiler: Compiler) -> list[bytes] | None:
     """The JSON of each row of ``column`` (an Arrow array of values of ``schema``): the bytes
     of the row path of the JSON converter whose compiler is ``compiler``, Jackson's escapes
     included; None where the row path must do it."""
@@ -82,7 +78,7 @@ def encode_column(column: Any, schema: Schema, compiler: _Compiler) -> list[byte
     except (NeedsRows, DataError, pa.ArrowException):
         return None
     rows: list[bytes] = texts.to_pylist()
-    return _as_jackson_rows(rows) if writer.to_fix else rows
+    return as_jackson_rows(rows) if writer.to_fix else rows
 
 
 Parts = list[Any]
@@ -173,7 +169,7 @@ def _floats(values: np.ndarray, single: bool) -> pa.Array:
     texts = texts.cast(_BINARY)
     if len(at) == len(values):
         return texts
-    one = _float if single else _double
+    one = to_float if single else to_double
     rest = np.nonzero(~plain)[0]
     others = pa.array([orjson.dumps(one(v)) for v in values[rest].tolist()], _BINARY)
     order = np.empty(len(values), np.int64)
@@ -207,7 +203,7 @@ def _logical(array: pa.Array, name: str) -> np.ndarray:
 class _Writer:
     """The JSON texts of a compiler's values (``decimal.format``, defaults, map style)."""
 
-    def __init__(self, compiler: _Compiler) -> None:
+    def __init__(self, compiler: Compiler) -> None:
         self.compiler = compiler
         self.entries = compiler.ENTRY_MAPS
         self.to_fix = False
@@ -239,7 +235,7 @@ class _Writer:
             null = self.compiler.compile(schema)(None)
         except DataError:
             raise NeedsRows from None  # required, no default: the row path refuses it
-        return self.constant(orjson.dumps(null, option=_OPTIONS))
+        return self.constant(orjson.dumps(null, option=OPTIONS))
 
     def strings(self, array: pa.Array) -> Parts:
         """Each string in quotes, escaped as orjson escapes it."""

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from eos.api.schema import DECIMAL_NAME, Schema, SchemaType
-from eos.converters.json import ToJson, _Compiler, _dumps, column_rows
+from eos.converters.json import column_rows
+from eos.converters.json_values import Compiler, ToJson, jackson_dumps
 from eos.converters.schema_registry import RegistrySchema
 from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import ConfigError
@@ -34,7 +35,7 @@ _NUMBERS = {
 }  # fmt: skip
 
 
-class _EntryCompiler(_Compiler):
+class _EntryCompiler(Compiler):
     """Connect's JSON, but maps without string keys as ``{"key","value"}`` objects."""
 
     ENTRY_MAPS = True
@@ -49,7 +50,7 @@ class _EntryCompiler(_Compiler):
 
 
 class JsonSchemas:
-    def __init__(self, compiler: _Compiler) -> None:
+    def __init__(self, compiler: Compiler) -> None:
         self.compiler = compiler
 
     def convert(self, schema: Schema, index: int | None = None) -> dict[str, Any]:
@@ -65,7 +66,9 @@ class JsonSchemas:
         if schema.default is not None:
             # the row path's JSON of the default (a float32's shortest text, a numeric
             # decimal's digits), as a plain value for the schema's own json.dumps
-            base["default"] = json.loads(_dumps(self.compiler.compile(schema)(schema.default)))
+            base["default"] = json.loads(
+                jackson_dumps(self.compiler.compile(schema)(schema.default))
+            )
         if schema.optional:
             base = {"oneOf": [{"type": "null"}, base]}
         if index is not None:
@@ -107,7 +110,7 @@ class JsonSchemaConverter(RegistryConverter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._compiler: _Compiler = _EntryCompiler(False, True)
+        self._compiler: Compiler = _EntryCompiler(False, True)
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
@@ -124,7 +127,7 @@ class JsonSchemaConverter(RegistryConverter):
 
     def encoder(self, translated: Translated, latest: RegistrySchema | None) -> Encode:
         to_json = self._compiler.compile(translated.compiled)
-        return lambda value: _dumps(to_json(value))
+        return lambda value: jackson_dumps(to_json(value))
 
     def from_connect_block(
         self, topic: str, schema: Schema | None, column: Any

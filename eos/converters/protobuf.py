@@ -31,6 +31,7 @@ from eos.api.logical import Date, Decimal, Time, Timestamp
 from eos.api.schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
 from eos.converters.base import as_struct, flag
 from eos.converters.proto_text import render
+from eos.converters.protobuf_types import MAP_KEYS, SCALARS
 from eos.converters.schema_registry import Reference, RegistrySchema
 from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import DataError
@@ -43,15 +44,6 @@ except ImportError as exc:  # pragma: no cover - the error names the extra
 FDP = descriptor_pb2.FieldDescriptorProto
 DEFAULT_NAME = "ConnectDefault"
 DECIMAL_FILE = "confluent/type/decimal.proto"
-_SCALARS = {
-    SchemaType.INT8: FDP.TYPE_INT32, SchemaType.INT16: FDP.TYPE_INT32,
-    SchemaType.INT32: FDP.TYPE_INT32, SchemaType.INT64: FDP.TYPE_INT64,
-    SchemaType.FLOAT32: FDP.TYPE_FLOAT, SchemaType.FLOAT64: FDP.TYPE_DOUBLE,
-    SchemaType.BOOLEAN: FDP.TYPE_BOOL, SchemaType.STRING: FDP.TYPE_STRING,
-    SchemaType.BYTES: FDP.TYPE_BYTES,
-}  # fmt: skip
-_MAP_KEYS = (SchemaType.INT8, SchemaType.INT16, SchemaType.INT32, SchemaType.INT64,
-             SchemaType.BOOLEAN, SchemaType.STRING)  # fmt: skip
 _LOGICAL = {
     DECIMAL_NAME: (DECIMAL_FILE, ".confluent.type.Decimal"),
     DATE_NAME: ("google/type/date.proto", ".google.type.Date"),
@@ -127,7 +119,7 @@ class ProtoSchemas:
         elif schema.type is SchemaType.MAP:
             self._map(message, field, name, schema)
             return
-        elif schema.optional and self.optional_for_nullables and schema.type in _SCALARS:
+        elif schema.optional and self.optional_for_nullables and schema.type in SCALARS:
             field.proto3_optional = True
             field.oneof_index = len(message.oneof_decl)
             message.oneof_decl.add(name=f"_{name}")
@@ -138,8 +130,8 @@ class ProtoSchemas:
         if logical is not None:
             self.imports.add(logical[0])
             field.type, field.type_name = FDP.TYPE_MESSAGE, logical[1]
-        elif schema.type in _SCALARS:
-            field.type = _SCALARS[schema.type]
+        elif schema.type in SCALARS:
+            field.type = SCALARS[schema.type]
         elif schema.type is SchemaType.STRUCT:
             nested = schema.name.rpartition(".")[2] if schema.name else None
             if nested is None:
@@ -157,7 +149,7 @@ class ProtoSchemas:
         assert schema.key_schema is not None
         assert schema.value_schema is not None
         entry = descriptor_pb2.DescriptorProto(name=f"{_camel(name)}Entry")
-        native = schema.key_schema.type in _MAP_KEYS and schema.value_schema.type not in (
+        native = schema.key_schema.type in MAP_KEYS and schema.value_schema.type not in (
             SchemaType.ARRAY, SchemaType.MAP)  # fmt: skip
         if native:
             entry.options.map_entry = True
@@ -219,7 +211,7 @@ def _map_filler(schema: Schema) -> Fill:
     assert schema.key_schema is not None
     assert schema.value_schema is not None
     key_schema, value_schema = schema.key_schema, schema.value_schema
-    if key_schema.type not in _MAP_KEYS or value_schema.type in (SchemaType.ARRAY, SchemaType.MAP):
+    if key_schema.type not in MAP_KEYS or value_schema.type in (SchemaType.ARRAY, SchemaType.MAP):
         key, value = _filler(key_schema), _filler(value_schema)
 
         def entries(msg: Any, name: str, mapping: Mapping[Any, Any]) -> None:
@@ -356,6 +348,11 @@ class ProtobufConverter(RegistryConverter):
 
         return encode
 
+    def row_bytes(self, schema: Schema, value: Any) -> bytes:
+        """``value`` of ``schema`` as the row path encodes it (no header)."""
+        data: bytes = self.encoder(self.translate(schema), None)(value)
+        return data
+
     def from_connect_block(
         self, topic: str, schema: Schema | None, column: Any
     ) -> list[bytes | None]:
@@ -367,5 +364,7 @@ class ProtobufConverter(RegistryConverter):
         from eos.converters.protobuf_arrow import encode_column
 
         writer = self.writer(topic, schema)
-        rows = encode_column(column, schema, writer.header, self.optional_for_nullables)
+        rows = encode_column(
+            column, schema, writer.header, self.optional_for_nullables, self.row_bytes
+        )
         return super().from_connect_block(topic, schema, column) if rows is None else rows

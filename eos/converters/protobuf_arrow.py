@@ -31,6 +31,7 @@ row.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,8 @@ from eos.api.schema import (
     SchemaType,
     struct_schema,
 )
-from eos.converters.arrow_bytes import (
+from eos.columns import NeedsRows
+from eos.columns.arrow_bytes import (
     Part,
     counts,
     decimal_words,
@@ -69,13 +71,8 @@ from eos.converters.arrow_bytes import (
     uvarints,
     valid_mask,
 )
-from eos.converters.protobuf import _MAP_KEYS, _SCALARS
+from eos.converters.protobuf_types import MAP_KEYS, SCALARS
 from eos.errors import DataError
-
-
-class NeedsRows(Exception):
-    """A column (or a part of one) that this module does not write as the row path does."""
-
 
 IMPLICIT, OPTIONAL, ALWAYS = range(3)
 """When a field is written: proto3's implicit presence (not when null or zero), an
@@ -109,17 +106,22 @@ _MESSAGES = {
 the same varint as an int64 of its values)."""
 
 
+RowBytes = Callable[[Schema, Any], bytes]
+"""The row path's encoding of a value of a schema (no header)."""
+
+
 def encode_column(
-    column: Any, schema: Schema, header: bytes, optional_for_nullables: bool
+    column: Any, schema: Schema, header: bytes, optional_for_nullables: bool, row: RowBytes
 ) -> list[bytes | None] | None:
     """Every row of ``column`` (an Arrow struct array of ``schema``) as ``header`` + its
-    Protobuf encoding (None for a null row); None where the row path must do it."""
+    Protobuf encoding (None for a null row); None where the row path must do it (``row``:
+    its bytes, against which the map order is checked once)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if schema.type is not SchemaType.STRUCT or not pa.types.is_struct(array.type):
         return None
     if len(array) == 0:
         return []
-    encoder = _Encoder(optional_for_nullables, _map_order_known())
+    encoder = _Encoder(optional_for_nullables, _map_order_known(row))
     try:
         body = on_valid(array, lambda valid: encoder.message(valid, schema)[0])
     except (NeedsRows, DataError, pa.ArrowException):
@@ -178,7 +180,7 @@ class _Encoder:
             if child is None or (child.null_count and f.schema.default is not None):
                 raise NeedsRows
             optional = not plain and self.optional and f.schema.optional
-            mode = OPTIONAL if optional and f.schema.type in _SCALARS else IMPLICIT
+            mode = OPTIONAL if optional and f.schema.type in SCALARS else IMPLICIT
             part, set_here = self.field(child, f.schema, f.index + 1, mode)
             if part is not None:
                 parts.append(part)
@@ -206,7 +208,7 @@ class _Encoder:
             body = _take(body, keep)
             write = _expand(keep, valid)
             return _spread(join(_tag(number, 2), _lengths(body), body), write), write
-        if kind not in _SCALARS:
+        if kind not in SCALARS:
             raise NeedsRows
         canon = _canonical(child, schema)
         filled = canon.fill_null(_ZEROS[canon.type]) if canon.null_count else canon
@@ -245,7 +247,7 @@ class _Encoder:
         rows = _take(child, valid)
         sizes = counts(rows)
         keys, values = items(rows).flatten()
-        if key.type in _MAP_KEYS and value.type not in (SchemaType.ARRAY, SchemaType.MAP):
+        if key.type in MAP_KEYS and value.type not in (SchemaType.ARRAY, SchemaType.MAP):
             if key.name is not None:
                 raise NeedsRows
             parent = np.repeat(np.arange(len(rows)), sizes)
@@ -414,13 +416,20 @@ def _precision(values: pa.Array) -> np.ndarray:
     return digits
 
 
-@functools.cache
-def _map_order_known() -> bool:
+_MAP_ORDER: list[bool] = []
+"""Whether upb's map order is known, once checked."""
+
+
+def _map_order_known(row: RowBytes) -> bool:
+    if not _MAP_ORDER:
+        _MAP_ORDER.append(_check_map_order(row))
+    return _MAP_ORDER[0]
+
+
+def _check_map_order(row: RowBytes) -> bool:
     """Whether upb sorts map entries as :meth:`_Encoder.sorted_entries` does (checked once
     on a row of every native key type: a protobuf release that sorts otherwise sends rows
     with maps of several entries to the row path instead of writing other bytes)."""
-    from eos.converters.protobuf import ProtobufConverter
-
     keys: dict[str, tuple[Schema, pa.DataType, list[Any]]] = {
         "s": (STRING_SCHEMA, pa.string(), ["b", "a", "aa", "", "é", "\x00", "ab", "ÿ"]),
         "l": (INT64_SCHEMA, pa.int64(), [5, -3, 0, 1 << 40, -(1 << 63), 2]),
@@ -435,10 +444,9 @@ def _map_order_known() -> bool:
         [{name: list(v.items()) for name, v in value.items()}],
         pa.struct([(name, pa.map_(t, pa.int32())) for name, (_, t, _) in keys.items()]),
     )
-    converter = ProtobufConverter()
     try:
-        row = converter.encoder(converter.translate(schema), None)(value)
+        expected = row(schema, value)
         body, _ = _Encoder(False, True).message(arrow, schema)
     except (NeedsRows, DataError, pa.ArrowException):
         return False
-    return bool(body[0].as_py() == row)
+    return bool(body[0].as_py() == expected)

@@ -9,7 +9,7 @@ anything else. Both write None as a Kafka null.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eos.api.schema import Schema, SchemaType
@@ -41,8 +41,17 @@ class StringConverter(SchemaConverter):
             return value
         return str(value).encode(self.encoding)
 
+    def reader(self) -> Callable[[bytes], Any]:
+        """Its bytes read back as text (:mod:`eos.columns.decode`)."""
+        encoding = self.encoding
+        return lambda data: data.decode(encoding)
+
 
 class BytesConverter(SchemaConverter):
+    def reader(self) -> Callable[[bytes], Any]:
+        """Its bytes as they are (:mod:`eos.columns.decode`)."""
+        return bytes
+
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
     ) -> bytes | None:

@@ -23,8 +23,7 @@ from eos.config.connector import (
 )
 from eos.config.error_handling import error_problems
 from eos.config.worker import WorkerConfig
-from eos.converters import CONVERTERS, converter_class, make_converter
-from eos.converters.decode import decodable
+from eos.converters import CONVERTERS, converter_class, decodable, make_converter
 from eos.errors import ConfigError, PluginError
 from eos.transforms import chain_validation as transforms
 

@@ -17,15 +17,9 @@ from typing import Any, ClassVar
 from eos.api.records import RecordBlock, SourceRecord
 from eos.api.schema import Schema
 from eos.api.transforms import Predicate, Transformation
+from eos.columns import Mask as Mask
+from eos.columns import NeedsRows as NeedsRows
 from eos.transforms.row import Row, copy_record, same_as
-
-Mask = Sequence[bool] | None
-"""Which rows of a block a step applies to; None: every row."""
-
-
-class NeedsRows(Exception):
-    """This block's columns cannot express the step's result: run it row by row.
-    A signal between a step and the chain, never raised out of the chain."""
 
 
 class RowTransform(Transformation):

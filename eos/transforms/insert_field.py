@@ -25,6 +25,7 @@ from eos.api.schema import (
     Struct,
     copy_schema_basics,
 )
+from eos.columns.text_struct import TextStruct
 from eos.config.definition import ConfigDef, Importance, Type
 from eos.errors import ConfigError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows
@@ -50,7 +51,6 @@ from eos.transforms.struct_columns import (
     timestamp_column,
     topic_column,
 )
-from eos.transforms.text_struct import TextStruct
 
 _OPTIONALITY = (
     " Suffix with ! to make this a required field, or ? to keep it optional (the default)."

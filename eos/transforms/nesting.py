@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from eos.api.records import RecordBlock
 from eos.api.schema import Field, Schema, SchemaBuilder, SchemaType, Struct
+from eos.columns.text_struct import TextStruct
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, OneOf, Type
 from eos.errors import ConfigError, DataError
 from eos.transforms.base import KeyOrValueTransform, Mask, NeedsRows, RowTransform
@@ -32,7 +33,6 @@ from eos.transforms.struct_columns import (
     struct_array,
     struct_column,
 )
-from eos.transforms.text_struct import TextStruct
 
 VALUE_TO_KEY_CONFIG = with_replace_null(
     ConfigDef().define(

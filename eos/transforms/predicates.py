@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eos.api.records import RecordBlock, SourceRecord
+from eos.columns.text_struct import TextStruct
 from eos.config.definition import NO_DEFAULT, ConfigDef, Importance, NonEmpty, Type
 from eos.transforms.base import Mask, RowPredicate, RowTransform
 from eos.transforms.blocks import drop_rows
 from eos.transforms.java import java_regex
 from eos.transforms.row import Row
 from eos.transforms.setting_validators import JavaRegex
-from eos.transforms.text_struct import TextStruct
 
 
 class Filter(RowTransform):

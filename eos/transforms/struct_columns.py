@@ -18,9 +18,9 @@ from typing import Any
 
 from eos.api.records import RecordBlock
 from eos.api.schema import Schema, SchemaType
+from eos.columns.text_struct import arrow_of
 from eos.transforms.base import NeedsRows
 from eos.transforms.schemas import Defaults
-from eos.transforms.text_struct import arrow_of
 
 _EXACT = frozenset(
     {

@@ -29,13 +29,13 @@ from eos.api.schema import (
     Schema,
     SchemaBuilder,
 )
+from eos.columns.text_struct import TextStruct, arrow_of
 from eos.converters import encode_block
 from eos.converters.avro import avro_schema, to_avro
 from eos.converters.avro_arrow import encode_column
 from eos.converters.json import ConnectJsonConverter, JsonConverter, column_rows
 from eos.errors import DataError
 from eos.transforms import TransformChain
-from eos.transforms.text_struct import TextStruct, arrow_of
 from services.connectors.file import lines_block
 from tests.unit.transform_cases import chain, one
 

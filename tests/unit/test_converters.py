@@ -25,13 +25,14 @@ from eos.api.schema import (
     STRING_SCHEMA,
     column_values,
 )
+from eos.columns.arrow_bytes import varints
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.converters import encode_block, make_converter
-from eos.converters.arrow_bytes import varints
 from eos.converters.avro import avro_schema, to_avro
 from eos.converters.avro_arrow import encode_column
-from eos.converters.json import JsonConverter, java_double, java_float
+from eos.converters.json import JsonConverter
+from eos.converters.json_values import java_double, java_float
 from eos.converters.schema_registry import RegistryClient
 from eos.converters.simple import BytesConverter, StringConverter
 from eos.converters.wire_format import subject_strategy, wire_header, zigzag_varint

@@ -4,7 +4,8 @@ nor pyspark; bundled connectors import only eos.api from eos. Inside eos: the co
 API, the settings and the Kafka layer never reach up into storage or the runtime, storage
 never reaches into the runtime or the connector API, and the settings never import the
 connector API (validation against a plugin is the runtime's job). The transforms build on
-the connector API only (and the runtime's plugin loader); so do the converters. The
+the connector API and the columns (and the runtime's plugin loader); so do the
+converters. The columns (``eos/columns``) build on the connector API alone. The
 runtime's two rooms: the cluster's (``eos/runtime/cluster``) never reaches into a task's,
 and a task's reaches into the cluster's only for what its start-up gate asks of the
 leader. Imports under
@@ -59,11 +60,13 @@ def _allowed(name: str, allowed: str) -> bool:
         ("eos/storage", "eos.storage eos.kafka eos.errors eos.state eos.config"),
         (
             "eos/transforms",
-            "eos.transforms eos.api eos.errors eos.config.definition eos.runtime.plugins",
+            "eos.transforms eos.columns eos.api eos.errors eos.config.definition"
+            " eos.runtime.plugins",
         ),
+        ("eos/columns", "eos.columns eos.api eos.errors"),
         (
             "eos/converters",
-            "eos.converters eos.api eos.errors eos.runtime.plugins eos.transforms.text_struct",
+            "eos.converters eos.columns eos.api eos.errors eos.runtime.plugins",
         ),
         (
             "eos/runtime/cluster",
@@ -75,7 +78,8 @@ def _allowed(name: str, allowed: str) -> bool:
             "eos.runtime.task eos.runtime.clock eos.runtime.observer eos.runtime.resources"
             " eos.runtime.cluster.coordinator.leader_requests"
             " eos.runtime.cluster.coordinator.cluster_state"
-            " eos.api eos.config eos.converters eos.errors eos.kafka eos.state eos.storage"
+            " eos.api eos.columns eos.config eos.converters eos.errors eos.kafka eos.state"
+            " eos.storage"
             " eos.transforms",
         ),
     ],

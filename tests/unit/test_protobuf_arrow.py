@@ -36,6 +36,7 @@ from tests.unit.arrow_cases import opt, spark_rows, struct
 
 UTC = datetime.UTC
 HEADER = b"\x00\x00\x00\x00\x2a\x00"
+ROW = ProtobufConverter().row_bytes  # the row path, against which the column path checks
 
 
 def rows_path(schema: Schema, column: Any, nullables: bool) -> list[bytes | None]:
@@ -48,7 +49,7 @@ def rows_path(schema: Schema, column: Any, nullables: bool) -> list[bytes | None
 def assert_same(schema: Schema, column: Any) -> None:
     for nullables in (False, True):
         expected = rows_path(schema, column, nullables)
-        got = encode_column(column, schema, HEADER, nullables)
+        got = encode_column(column, schema, HEADER, nullables, ROW)
         assert got is not None, "the column path went back to rows"
         for i, (a, b) in enumerate(zip(got, expected, strict=True)):
             assert a == b, f"row {i} optional.for.nullables={nullables}: {a!r} != {b!r}"
@@ -141,7 +142,7 @@ EDGES: list[dict[str, Any]] = [
 
 
 def test_every_spark_type_with_nulls_and_edges_is_the_row_paths_bytes() -> None:
-    assert _map_order_known(), "upb sorts maps as the column path expects"
+    assert _map_order_known(ROW), "upb sorts maps as the column path expects"
     column = pa.array([*EDGES, None, *EDGES], ARROW)
     assert_same(SPARK, column)
     assert_same(SPARK, column.slice(3, 5))  # an offset into every buffer
@@ -152,10 +153,10 @@ def test_the_wire_format_and_a_null_row() -> None:
     schema = struct(("id", INT64_SCHEMA), ("name", STRING_SCHEMA))
     column = pa.array([{"id": -1, "name": "a"}, None, {"id": 0, "name": ""}],
                       pa.struct([("id", pa.int64()), ("name", pa.string())]))  # fmt: skip
-    assert encode_column(column, schema, HEADER, False) == [
+    assert encode_column(column, schema, HEADER, False, ROW) == [
         HEADER + b"\x08" + b"\xff" * 9 + b"\x01" + b"\x12\x01a", None, HEADER,
     ]  # fmt: skip
-    assert encode_column(column.slice(0, 0), schema, HEADER, False) == []
+    assert encode_column(column.slice(0, 0), schema, HEADER, False, ROW) == []
 
 
 @pytest.mark.parametrize(
@@ -232,7 +233,7 @@ def test_maps_of_other_keys_with_one_entry_are_entries() -> None:
 
 
 def _fallback(schema: Schema, rows: list[Any], arrow: pa.DataType) -> None:
-    assert encode_column(pa.array(rows, arrow), schema, HEADER, False) is None
+    assert encode_column(pa.array(rows, arrow), schema, HEADER, False, ROW) is None
 
 
 def test_what_the_column_path_leaves_to_the_rows() -> None:
@@ -256,7 +257,7 @@ def test_what_the_column_path_leaves_to_the_rows() -> None:
               pa.struct([("m", pa.map_(pa.float64(), pa.int32()))]))  # fmt: skip
     # a field the Arrow struct lacks; a column that is no struct
     _fallback(struct(("x", INT64_SCHEMA), ("y", INT64_SCHEMA)), [{"x": 1}], one)
-    assert encode_column(pa.array([1]), INT64_SCHEMA, HEADER, False) is None
+    assert encode_column(pa.array([1]), INT64_SCHEMA, HEADER, False, ROW) is None
 
 
 def test_the_converter_takes_blocks_by_column_and_falls_back_to_rows() -> None:

@@ -21,10 +21,10 @@ from eos.api.schema import (
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
 )
+from eos.columns.text_struct import TextStruct
 from eos.converters import make_converter
 from eos.converters.json import column_rows
 from eos.converters.wire_format import RegistryConverter, Writer
-from eos.transforms.text_struct import TextStruct
 
 HEADER = b"\x00\x00\x00\x00\x07"
 JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"

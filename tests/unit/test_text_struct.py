@@ -13,11 +13,11 @@ import pytest
 
 from eos.api import RecordBlock, SourceRecord
 from eos.api.schema import Schema
+from eos.columns.text_struct import TextStruct
 from eos.converters import encode_block
 from eos.converters.base import SchemaConverter
 from eos.converters.json import ConnectJsonConverter, JsonConverter
 from eos.transforms import TransformChain
-from eos.transforms.text_struct import TextStruct
 from services.connectors.file import lines_block
 from tests.unit.transform_cases import CONNECT, chain
 

@@ -35,7 +35,8 @@ import orjson
 
 from eos.api import SourceRecord
 from eos.api.schema import Schema
-from eos.converters.json import ConnectJsonConverter, dumps_schemaless
+from eos.converters.json import ConnectJsonConverter
+from eos.converters.json_values import dumps_schemaless
 
 Stage = Literal["TRANSFORMATION", "KEY_CONVERTER", "VALUE_CONVERTER"]
 """Where a record failed, with Kafka Connect's stage names."""

@@ -5,11 +5,11 @@ the producer and the convert step it calls on each record, bound to what this se
 collects (:class:`Collected`). The steps:
 
 0. **runs of records** sharing a topic and schemas folded into typed blocks
-   (:mod:`~eos.runtime.task.record_runs`), where the converters are schema-aware, no registry
+   (:mod:`~eos.columns.folding`), where the converters are schema-aware, no registry
    is involved, every step is a bundled one and ``commit_record`` is not overridden;
 1. **transforms** (:class:`~eos.transforms.TransformChain`) on records, and on blocks
    column by column where the steps can (rows decoded by a
-   :mod:`~eos.converters.decode` decoder where a step reads encoded values);
+   :mod:`~eos.columns.decode` decoder where a step reads encoded values);
    a dropped record is not written, its source offset still commits (the loop takes the
    offsets from the polled records);
 2. **the schema registry**: schemas the registry converters have not seen yet are
@@ -47,14 +47,14 @@ import anyio
 import anyio.to_thread
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
+from eos.columns.decode import decoder_for
+from eos.columns.folding import Folded
 from eos.converters import Converter, encode_block
 from eos.converters.base import SchemaConverter
-from eos.converters.decode import decoder_for
 from eos.converters.wire_format import RegistryConverter, schema_of
 from eos.errors import ConversionError, EosError, TransformError
 from eos.runtime.task.dead_letters import DeadLetters, Failure, Stage
 from eos.runtime.task.producers.base import Convert, Outgoing, Sent, count_records, where
-from eos.runtime.task.record_runs import Folded
 from eos.runtime.task.task_deps import TaskDeps, TaskSpec
 from eos.runtime.task.tolerance import ErrorHandler
 
@@ -114,7 +114,7 @@ class RecordPath:
             and isinstance(self.keys, SchemaConverter) and isinstance(self.values, SchemaConverter)
             and (self.chain is None or self.chain.bundled)
         )  # fmt: skip
-        """Whether runs of records go through as typed blocks (:mod:`.record_runs`); off
+        """Whether runs of records go through as typed blocks (:mod:`eos.columns.folding`); off
         for good once a step needs single rows."""
         self.active = self.chain is not None or bool(self.registry) or self.folding
         """Whether every segment needs the steps (else only those with blocks)."""

@@ -1,4 +1,4 @@
-"""Runs of records folded into typed blocks (eos/runtime/task/record_runs.py): through the task
+"""Runs of records folded into typed blocks (eos/columns/folding.py): through the task
 runner, the record path and the scripted producer (tests/unit/task_fakes.py), a reader of
 the topics sees what the same records gave one by one — topics, keys, values, headers,
 dead letters, committed offsets, failures naming the record — with and without
@@ -14,8 +14,8 @@ import pytest
 
 from eos.api import RecordBlock, SourceRecord, SourceTask
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, SchemaBuilder, Struct
+from eos.columns import folding
 from eos.config.error_handling import ErrorHandling
-from eos.runtime.task import record_runs
 from eos.runtime.task.exactly_once_task import ExactlyOnceTask
 from eos.runtime.task.task_deps import TaskSpec
 from eos.state import State
@@ -108,7 +108,7 @@ async def test_folded_runs_write_what_the_records_wrote_one_by_one(
     rows = name == "a step that needs rows"
     batches = [[row(n) for n in range(40)]] if rows else polls()
     folded = await run(batches, transforms=chain(props))
-    monkeypatch.setattr(record_runs, "FOLD_MIN", 10**9)
+    monkeypatch.setattr(folding, "FOLD_MIN", 10**9)
     alone = await run(batches, transforms=chain(props))
     assert seen(folded) == seen(alone)
     assert folded.observer.dropped == alone.observer.dropped
@@ -179,8 +179,8 @@ async def test_a_connector_that_takes_commit_record_gets_its_records_unfolded() 
 def test_a_run_folds_with_its_timestamps_and_keys_and_breaks_where_a_record_differs() -> None:
     stamped = [line(n, timestamp=1_700_000_000_000 + n) for n in range(20)]
     keyed = [row(n) for n in range(20, 40)]
-    short = [line(n) for n in range(40, 40 + record_runs.FOLD_MIN - 1)]
-    folded = record_runs.Folded()
+    short = [line(n) for n in range(40, 40 + folding.FOLD_MIN - 1)]
+    folded = folding.Folded()
     out = folded.fold([*stamped, *keyed, *short])
     first, second, *rest = out
     assert isinstance(first, RecordBlock)
@@ -209,7 +209,7 @@ def test_records_a_block_could_not_carry_as_they_are_stay_records() -> None:
     for odd_one in (odd, built_anew, schemaless_key):
         batch = [line(n) for n in range(40)]
         batch[5] = odd_one
-        out = record_runs.Folded().fold(batch)
+        out = folding.Folded().fold(batch)
         if odd_one is odd:
             assert out == batch  # the whole run stays records
         else:  # the odd record splits the run: the 5 records before it are too few

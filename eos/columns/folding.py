@@ -1,4 +1,5 @@
-"""Runs of records handed over one by one, folded into typed blocks for the record path.
+"""Runs of records handed over one by one, folded into typed blocks for the record path,
+and the records each block stands for (:meth:`Folded.pop`: a block goes back to them).
 
 A connector written against the per-record API hands over a :class:`SourceRecord` per
 row. Consecutive records that share a topic and their schemas (the common case: one
@@ -22,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eos.api import RecordBlock, SourceRecord
-from eos.runtime.task.producers.base import Outgoing
+
+Outgoing = SourceRecord | RecordBlock
+
 
 FOLD_MIN = 16
 """Fewer records in a row than this stay records (a block would not pay for itself)."""
