@@ -41,7 +41,6 @@ from eos.errors import (
 )
 from eos.kafka.admin import ensure_topic, kafka_cluster_id
 from eos.kafka.group import GroupClient
-from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.cluster.assignors.base import AssignorSettings
@@ -54,6 +53,7 @@ from eos.runtime.cluster.coordinator.fencing import FencingRounds
 from eos.runtime.cluster.coordinator.group_listener import GroupListener
 from eos.runtime.cluster.coordinator.inbox import Inbox
 from eos.runtime.cluster.coordinator.leader_requests import LeaderRequests
+from eos.runtime.cluster.coordinator.offset_changes import OffsetChanges, Offsets, read_offsets
 from eos.runtime.cluster.coordinator.reconcile import Reconciler
 from eos.runtime.cluster.coordinator.restart_backoff import RestartBook
 from eos.runtime.cluster.coordinator.session_keys import SessionKeys
@@ -66,7 +66,6 @@ from eos.runtime.health import HealthMonitor
 from eos.runtime.lso_monitor import LsoMonitor, output_topics
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.offset_mirror import OffsetMirror
-from eos.runtime.offsets_admin import Offsets, read_offsets, write_offsets
 from eos.runtime.plugins import connector_class
 from eos.runtime.resources import SharedResources
 from eos.runtime.supervisor import Supervisor
@@ -145,6 +144,7 @@ class Worker:
         )
         self.writes = ConfigWrites(shared, watcher)
         self.rounds = FencingRounds(shared, self.writes)
+        self.offset_changes = OffsetChanges(s, self.writes, self.rounds)
         book = RestartBook()  # the supervisor reports what the auto-restart duty decides
         self.supervisor = Supervisor(
             s,
@@ -367,25 +367,9 @@ class Worker:
 
     async def change_offsets(self, name: str, changes: Offsets | None) -> None:
         """Alter (``changes``: partition → new offset, None to reset it) or, with None,
-        reset all of a STOPPED connector's offsets (leader only): the last task generation
-        is fenced first, the connector may veto, the write is one transaction."""
-        snap = await self.writes.begin_offset_change(name)
-        try:
-            props = snap.connectors[name]
-            await self.rounds.fence(name)  # the stop's round: every old producer fenced
-            if changes is None:
-                changes = dict.fromkeys(await read_offsets(self.settings, name, props))
-            connector = connector_class(props["connector.class"])()
-            try:
-                connector.alter_offsets(props, changes)
-            except Exception as exc:
-                raise ValidationError(
-                    {"offsets": [f"the connector refused the change: {exc}"]}
-                ) from exc
-            tid = offsets_transactional_id(self.settings.group_id, name)
-            await write_offsets(self.settings, name, props, changes, transactional_id=tid)
-        finally:
-            self.writes.end_offset_change(name)
+        reset all of a STOPPED connector's offsets (leader only: the coordinator's
+        offset-change duty)."""
+        await self.offset_changes.change(name, changes)
 
     async def delete_connector(self, name: str) -> None:
         """Delete the connector (leader only); its active topics are forgotten too."""

@@ -1,6 +1,7 @@
 """The worker's REST API: Kafka Connect's paths, verbs, bodies and error shape
 (``{"error_code": <http status>, "message": "..."}``), one module per resource
-group. Handlers never touch cluster state: they ask the :class:`Worker`."""
+group. Handlers never touch cluster state: they ask the worker, through
+:class:`~eos.runtime.worker_api.WorkerApi`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from eos.runtime.cluster.coordinator import ClusterView
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from services.rest import (
     connectors,
     health,
@@ -31,7 +32,7 @@ from services.rest.limits import BodyLimitMiddleware
 
 
 def build_app(
-    worker: Worker,
+    worker: WorkerApi,
     extra_routes: Sequence[BaseRoute] = (),
     *,
     auth: AuthProvider | None = None,

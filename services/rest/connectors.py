@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from eos.errors import ConfigError, ConflictError, NotFoundError
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from eos.state import State
 from eos.storage.config_log import ConfigSnapshot, TargetState
 from eos.storage.status_log import Status
@@ -25,8 +25,8 @@ from services.rest.forwarding import leader_only
 from services.rest.hidden import hidden, kept
 
 
-def _worker(request: Request) -> Worker:
-    worker: Worker = request.app.state.worker
+def _worker(request: Request) -> WorkerApi:
+    worker: WorkerApi = request.app.state.worker
     return worker
 
 
@@ -39,7 +39,7 @@ def _info(name: str, snap: ConfigSnapshot) -> dict[str, Any]:
     }
 
 
-async def _existing(worker: Worker, name: str) -> ConfigSnapshot:
+async def _existing(worker: WorkerApi, name: str) -> ConfigSnapshot:
     snap = await worker.snapshot()
     if name not in snap.connectors:
         raise NotFoundError(f"Connector {name} not found")
@@ -69,7 +69,7 @@ def iso_utc(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def _status(worker: Worker, name: str) -> dict[str, Any]:
+async def _status(worker: WorkerApi, name: str) -> dict[str, Any]:
     snap = await _existing(worker, name)
     statuses = await worker.read_status()
     tasks = statuses.task_statuses(name)

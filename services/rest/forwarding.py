@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from eos.runtime.cluster.coordinator import ClusterView
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from services.http import peer_client
 from services.rest.errors import Handler, error
 
@@ -36,7 +36,7 @@ def leader_only(handler: Handler) -> Handler:
     """Serve ``handler`` on the leader; on any other worker, forward the request."""
 
     async def routed(request: Request) -> Response:
-        worker: Worker = request.app.state.worker
+        worker: WorkerApi = request.app.state.worker
         view = worker.cluster()
         if view.is_leader:
             return await handler(request)
@@ -63,7 +63,7 @@ async def settled(request: Request) -> ClusterView:
     if settle is not None:
         view: ClusterView = await settle()
         return view
-    worker: Worker = request.app.state.worker
+    worker: WorkerApi = request.app.state.worker
     return worker.cluster()
 
 

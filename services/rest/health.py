@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from eos.runtime.health import Health
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 
 
 def health_response(health: Health) -> JSONResponse:
@@ -21,7 +21,7 @@ def health_response(health: Health) -> JSONResponse:
 
 
 async def health(request: Request) -> Response:
-    worker: Worker = request.app.state.worker
+    worker: WorkerApi = request.app.state.worker
     return health_response(worker.health.health())
 
 

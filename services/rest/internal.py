@@ -24,17 +24,17 @@ from starlette.routing import Route
 
 from eos.errors import ConfigError
 from eos.runtime.cluster.signatures import ALGORITHM, SIGNATURE, TIMESTAMP
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from services.http import peer_client
 from services.rest.errors import error, guard
 
 _FORWARDED_HEADERS = (SIGNATURE, ALGORITHM, TIMESTAMP, "content-type")
 
 
-async def _checked(request: Request) -> tuple[Worker, bytes, Response | None]:
+async def _checked(request: Request) -> tuple[WorkerApi, bytes, Response | None]:
     """The worker, the body, and the answer if the request must not go further here
     (bad signature, or forwarded to the leader)."""
-    worker: Worker = request.app.state.worker
+    worker: WorkerApi = request.app.state.worker
     body = await request.body()
     view = worker.cluster()
     if not view.is_leader:

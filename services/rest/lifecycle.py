@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from eos.errors import ConflictError, NotFoundError
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from eos.state import State
 from eos.storage.config_log import RestartRequest, TargetState
 from eos.storage.status_log import Status
@@ -34,8 +34,8 @@ from services.rest.errors import guard
 from services.rest.forwarding import leader_only, settled
 
 
-def _worker(request: Request) -> Worker:
-    worker: Worker = request.app.state.worker
+def _worker(request: Request) -> WorkerApi:
+    worker: WorkerApi = request.app.state.worker
     return worker
 
 

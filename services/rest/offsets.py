@@ -8,7 +8,7 @@
 
 Changes need the connector STOPPED (409 otherwise) and are made by the leader: the
 last task generation is fenced first, the connector may refuse (400), and the
-write is one transaction (:mod:`eos.runtime.offsets_admin`). Resuming continues
+write is one transaction (:mod:`eos.runtime.cluster.coordinator.offset_changes`). Resuming continues
 exactly from the new offsets.
 """
 
@@ -22,15 +22,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from eos.errors import ConfigError
-from eos.runtime.offsets_admin import Offsets
-from eos.runtime.worker import Worker
+from eos.runtime.cluster.coordinator.offset_changes import Offsets
+from eos.runtime.worker_api import WorkerApi
 from eos.storage.offset_log import canonical_partition
 from services.rest.errors import guard, json_object
 from services.rest.forwarding import leader_only
 
 
-def _worker(request: Request) -> Worker:
-    worker: Worker = request.app.state.worker
+def _worker(request: Request) -> WorkerApi:
+    worker: WorkerApi = request.app.state.worker
     return worker
 
 

@@ -28,7 +28,7 @@ from eos.config.definition import ConfigDef, ConfigKey
 from eos.converters import CONVERTERS
 from eos.errors import NotFoundError, PluginError
 from eos.runtime.plugins import available_connectors, connector_class
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from eos.transforms import chain_validation as transforms
 from eos.transforms import loader as transform_loader
 from services.rest.errors import guard, json_object
@@ -99,7 +99,7 @@ def _step_definition(name: str) -> ConfigDef:
 
 
 async def validate(request: Request) -> Response:
-    worker: Worker = request.app.state.worker
+    worker: WorkerApi = request.app.state.worker
     cls = _plugin(request.path_params["plugin"])
     body = await json_object(request)
     props = {str(k): str(v) for k, v in body.items() if v is not None}

@@ -8,11 +8,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import eos
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 
 
 async def root(request: Request) -> Response:
-    worker: Worker = request.app.state.worker
+    worker: WorkerApi = request.app.state.worker
     view = worker.cluster()
     return JSONResponse(
         {

@@ -16,12 +16,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from eos.runtime.worker import Worker
+from eos.runtime.worker_api import WorkerApi
 from services.rest.errors import error, guard
 
 
-def _worker(request: Request) -> Worker:
-    worker: Worker = request.app.state.worker
+def _worker(request: Request) -> WorkerApi:
+    worker: WorkerApi = request.app.state.worker
     return worker
 
 

@@ -87,3 +87,15 @@ def _allowed(name: str, allowed: str) -> bool:
 def test_layers(folder: str, allowed: str) -> None:
     assert modules(folder), folder
     assert offenders(folder, allowed) == []
+
+
+def test_the_rest_api_asks_a_worker_through_its_interface() -> None:
+    """REST handlers depend on :class:`eos.runtime.worker_api.WorkerApi`, never on the
+    concrete worker (only ``services/worker_service.py`` builds one)."""
+    concrete = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in modules("services/rest")
+        for name in imports(path)
+        if name == "eos.runtime.worker"
+    ]
+    assert concrete == []

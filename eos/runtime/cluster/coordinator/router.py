@@ -9,6 +9,8 @@ share and routes between them.
 - :mod:`~eos.runtime.cluster.coordinator.fencing`: the leader's fencing rounds (starting
   tasks ask for them, here or over an internal request);
 - :mod:`~eos.runtime.cluster.coordinator.session_keys`: the leader's session key;
+- :mod:`~eos.runtime.cluster.coordinator.offset_changes`: a stopped connector's offsets
+  altered or reset (KIP-875; the REST API calls it, on the leader);
 - :mod:`~eos.runtime.cluster.coordinator.reconcile` and
   :mod:`~eos.runtime.cluster.coordinator.restart_requests`: what this worker runs, after each
   assignment and each time the config watcher

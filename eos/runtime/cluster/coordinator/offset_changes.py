@@ -1,5 +1,5 @@
-"""A connector's offsets seen and changed from outside the connector (docs/rest.md,
-"Offsets"; Kafka Connect's KIP-875).
+"""The offset-change duty: a connector's offsets seen and changed from outside the
+connector (docs/rest.md, "Offsets"; Kafka Connect's KIP-875), :class:`OffsetChanges`.
 
 Reading gives the view a task of the connector would get: offsets in the
 connector's own offsets topic win, partitions found only in the worker's global
@@ -24,7 +24,12 @@ import structlog
 
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
+from eos.errors import ValidationError
 from eos.kafka.clients import ClientConfig, make_producer, started
+from eos.kafka.transactional_ids import offsets_transactional_id
+from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.fencing import FencingRounds
+from eos.runtime.plugins import connector_class
 from eos.storage.offset_log import OffsetLog, encode_offset_key, encode_offset_value
 
 log = structlog.get_logger(__name__)
@@ -100,3 +105,33 @@ async def _one_transaction(
     finally:
         with anyio.CancelScope(shield=True):
             await producer.stop()
+
+
+class OffsetChanges:
+    """Alters or resets a STOPPED connector's offsets (leader only): the last task
+    generation is fenced first, the connector may veto, the write is one transaction."""
+
+    def __init__(self, settings: WorkerConfig, writes: ConfigWrites, rounds: FencingRounds):
+        self.settings = settings
+        self.writes = writes
+        self.rounds = rounds
+
+    async def change(self, name: str, changes: Offsets | None) -> None:
+        """``changes``: partition → new offset (None to reset it); None: reset them all."""
+        snap = await self.writes.begin_offset_change(name)
+        try:
+            props = snap.connectors[name]
+            await self.rounds.fence(name)  # the stop's round: every old producer fenced
+            if changes is None:
+                changes = dict.fromkeys(await read_offsets(self.settings, name, props))
+            connector = connector_class(props["connector.class"])()
+            try:
+                connector.alter_offsets(props, changes)
+            except Exception as exc:
+                raise ValidationError(
+                    {"offsets": [f"the connector refused the change: {exc}"]}
+                ) from exc
+            tid = offsets_transactional_id(self.settings.group_id, name)
+            await write_offsets(self.settings, name, props, changes, transactional_id=tid)
+        finally:
+            self.writes.end_offset_change(name)
