@@ -6,29 +6,23 @@ The loop is written once, as a template with named steps::
     loop until stopped:
         prepare_to_poll()              (interval commits / periodic flushes)
         poll()                         (cancelled when a stop is requested)
-        dispatch: send(segment)        (record_boundary splits the batch): check topics,
-                                       convert + queue, keep the offsets of what was polled
+        dispatch: send(segment)        (record_boundary splits the batch): what the variant
+                                       does not hold back is written (prepared, converted,
+                                       queued), the offsets of what was polled kept
         batch_dispatched()             (batch boundary)
     final_commit()                     (bounded by the graceful-shutdown deadline)
     task.stop → producer closed
 
-A record's path from poll to commit (exactly-once, aiokafka producer) crosses 6 modules:
-
-1. here: ``poll`` returns it; :meth:`SourceTaskRunner._send` hands the segment to
-   :mod:`eos.runtime.task.record_path` (transforms, schema registry, typed blocks encoded), then
-   to the producer port with the path's convert step, then the path's dead letters in a
-   second send of the same transaction, and keeps the latest source offset per partition
-   of what was polled in :class:`InFlight` (so a dropped or skipped record still commits
-   its offset, as Connect does);
-2. :mod:`eos.runtime.task.exactly_once_task`: opens the transaction before the first send,
-   holds records (interval boundary), asks its boundary policy, and commits: the held
-   records, the offsets records into the same transaction, then the commit;
-3. :mod:`eos.runtime.task.producers.aiokafka`: converts each record (calling the path's
-   convert step) and appends it to a Kafka record batch per partition; commit = flush,
-   then EndTxn;
-4. :mod:`eos.kafka.aiokafka_private`: sends the batches and ends the transaction from the
-   task's coroutine (aiokafka's handlers);
-5. :mod:`eos.kafka.transactions_v2`: the Produce v12 and EndTxn v5 wire formats.
+A record crosses five modules from its poll to its commit (docs/architecture.md, "The
+modules a record crosses", kept true by ``tests/unit/test_record_crossings.py``): here the
+loop polls it and :meth:`SourceTaskRunner.write` hands its segment to
+:mod:`eos.runtime.task.record_path`, whose frozen :class:`~eos.runtime.task.record_path.Prepared`
+goes to the producer port with its convert step (the converters make the bytes), then its
+dead letters in a second send of the same transaction; the latest source offset per
+partition of what was polled is kept in :class:`InFlight` (so a dropped or skipped record
+still commits its offset, as Connect does). The producer
+(:mod:`eos.runtime.task.producers.aiokafka`) appends each record to a Kafka batch and
+:mod:`eos.kafka.aiokafka_private` sends the batches and ends the transaction.
 
 Two variants fill in the steps: :class:`~eos.runtime.task.at_least_once_task.AtLeastOnceTask`
 (``exactly.once.source.support`` = disabled or preparing) sends with an idempotent producer
