@@ -3,8 +3,11 @@ Java worker, and eos with each task producer (aiokafka, librdkafka).
 
 Rows (100-byte records unless said):
 
-  pp-txn / pp-plain   Kafka's ProducerPerformance (Java client), with 1 s transactions
-                      and without: the ceiling of this machine and broker
+  pp-txn / pp-plain   Kafka's ProducerPerformance (Java client) on its defaults, with 1 s
+                      transactions and without: a user's first try of the Java client
+  pp-txn-tuned        the same, transactional, at its best settings here
+                      (batch.size=65536, linger.ms=5): the Java client's ceiling on this
+                      machine and broker, the "vs ceiling" column
   connect-file-*      Kafka Connect's distributed worker (Java),
                       exactly.once.source.support=enabled, FileStreamSourceConnector
                       reading a file of ``--lines`` lines (poll / interval 1 s boundary)
@@ -35,7 +38,13 @@ and the broker over the timed span.
 
 Every round runs every row; rounds alternate the order of the groups, so load from
 elsewhere on the machine spreads over all of them. The table gives the median of the
-rounds. The Java parts come from Maven Central (bench/peers-pom.xml) into .cache/peers/,
+rounds and every round.
+
+``--before REV`` runs the eos file rows a second time on the code of commit REV (a git
+worktree under .cache/bench-code/, its worker in a process of its own), in the same
+rounds, as rows ending in ``@REV``: before and after a change, in one table.
+
+The Java parts come from Maven Central (bench/peers-pom.xml) into .cache/peers/,
 for the broker's version in deploy/kafka/pom.xml. Usage:
 
     python bench/peers.py [--bootstrap HOST:PORT] [--lines 2000000] [--records 1000000]
@@ -166,15 +175,20 @@ def brokers_cpu(pids: list[int]) -> float:
 # ------------------------------------------------------------- ProducerPerformance
 
 
+TUNED = ("batch.size=65536", "linger.ms=5")
+"""ProducerPerformance's best settings here (the ceiling row, ``pp-txn-tuned``)."""
+
+
 def producer_performance(
-    jars: Path, bootstrap: str, records: int, size: int, transactional: bool, brokers: list[int]
-) -> Row:
+    jars: Path, bootstrap: str, records: int, size: int, transactional: bool, brokers: list[int],
+    tuned: bool = False,
+) -> Row:  # fmt: skip
     topic = f"pp-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)
     args = [
         "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
         "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
-        "--producer-props", f"bootstrap.servers={bootstrap}",
+        "--producer-props", f"bootstrap.servers={bootstrap}", *(TUNED if tuned else ()),
     ]  # fmt: skip
     if transactional:
         args += ["--transactional-id", topic, "--transaction-duration-ms", "1000"]
@@ -187,7 +201,7 @@ def producer_performance(
     rate = float(found.group(1))
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return Row(
-        "pp-txn" if transactional else "pp-plain",
+        ("pp-txn" if transactional else "pp-plain") + ("-tuned" if tuned else ""),
         records,
         records / rate,
         records * size,
@@ -248,12 +262,13 @@ async def wait_last_committed(
 
 @contextmanager
 def process(
-    cmd: list[str], log: Path, ready: str, env: Mapping[str, str] | None = None
-) -> Iterator[int]:
-    """Run ``cmd`` until the block ends; wait until ``ready`` (a URL) answers."""
+    cmd: list[str], log: Path, ready: str, env: Mapping[str, str] | None = None,
+    cwd: Path = REPO,
+) -> Iterator[int]:  # fmt: skip
+    """Run ``cmd`` (in ``cwd``) until the block ends; wait until ``ready`` (a URL) answers."""
     out = log.open("ab")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env={**os.environ, **(env or {})}, cwd=REPO)  # fmt: skip
+                            env={**os.environ, **(env or {})}, cwd=cwd)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -410,17 +425,37 @@ def file_row(kind: str, mode: str, client: str, batch: str, chain: str = "") -> 
     return f"eos-file-{kind}{mode}-{client}{batch and '-batch' + batch}{chain}"
 
 
+def code_at(rev: str) -> Path:
+    """A worktree of the repository at commit ``rev`` (made once, under .cache/)."""
+    full = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    tree = CACHE / "bench-code" / full[:12]
+    if not (tree / "eos").is_dir():
+        shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(["git", "worktree", "add", "--force", "--detach", str(tree), full],
+                       cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    return tree
+
+
+OLD_ASSIGNOR = "eos.runtime.assignors.sticky:StickyAssignor"
+"""The default assignor by class path, for code from before it moved to
+eos.runtime.cluster (the installed entry point names the new module)."""
+
+
 def eos_file_rows(
     bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything,
-    batches: Sequence[str] = ("",),
+    batches: Sequence[str] = ("",), code: Path = REPO, label: str = "",
 ) -> list[Row]:  # fmt: skip
+    """FileSource (and LineRecordSource) rows on the worker of the code in ``code``; rows
+    of other code than this end in ``@label``."""
+    suffix = f"@{label}" if label else ""
     runs = [
         (client, kind, mode, batch, chain)
         for client in CLIENTS
         for kind, mode in FILE_RUNS
         for batch in batches
         for chain in CHAINS
-        if wanted(file_row(kind, mode, client, batch, chain))
+        if wanted(file_row(kind, mode, client, batch, chain) + suffix)
     ]
     if not runs:
         return []
@@ -434,12 +469,14 @@ def eos_file_rows(
         "status.storage.partitions": "1",
         "listeners": f"http://127.0.0.1:{port}",
     }
+    if not (code / "eos" / "runtime" / "cluster").is_dir():
+        props["assignor"] = OLD_ASSIGNOR
     worker = write_props(work / f"{group}.properties", props)
     url = f"http://127.0.0.1:{port}"
     rows = []
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
-    env = {"PYTHONPATH": str(REPO), "EOS_LOG_LEVEL": "WARNING"}  # bench.line_records too
-    with process(cmd, work / "eos.log", f"{url}/connectors", env) as pid:
+    env = {"PYTHONPATH": str(code), "EOS_LOG_LEVEL": "WARNING"}  # bench.line_records too
+    with process(cmd, work / f"eos{suffix}.log", f"{url}/connectors", env, code) as pid:
         for client, kind, mode, batch, chain in runs:
             name = f"file-{kind}{mode}-{client}-{uuid.uuid4().hex[:6]}"
             config = {
@@ -452,7 +489,7 @@ def eos_file_rows(
                 **({"batch.size": batch} if batch else {}),
                 **CHAINS[chain],
             }
-            row = file_row(kind, mode, client, batch, chain)
+            row = file_row(kind, mode, client, batch, chain) + suffix
             rows.append(timed_file_run(url, pid, name, config, bootstrap, brokers, lines,
                                        last, row))  # fmt: skip
     return rows
@@ -549,27 +586,34 @@ def median_rows(rounds: list[list[Row]]) -> dict[str, tuple[float, list[float], 
 def table(rounds: list[list[Row]]) -> str:
     rows = median_rows(rounds)
     pp = rows.get("pp-txn", (None,))[0]
+    ceiling = rows.get("pp-txn-tuned", (None,))[0]
     lines = [
-        "| what | records/s (median) | rounds | MB/s | vs pp-txn | vs peer "
+        "| what | records/s (median) | rounds | MB/s | vs pp-txn | vs ceiling | vs peer "
         "| CPU µs/rec (process / broker) |",
-        "|---|---:|---|---:|---:|---:|---|",
+        "|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for name, (rate, rates, mid) in rows.items():
         mb = mid.nbytes / mid.seconds / 1e6
         vs_pp = f"{rate / pp:.2f}" if pp else ""
+        vs_ceiling = f"{rate / ceiling:.2f}" if ceiling else ""
         peer = peer_of(name)
         vs_peer = f"{rate / rows[peer][0]:.2f} x {peer}" if peer in rows else ""
         cpu = "" if mid.cpu_us is None else f"{mid.cpu_us:.1f} / {mid.broker_us or 0:.1f}"
         shown = ", ".join(f"{r:,.0f}" for r in rates)
-        lines.append(f"| {name} | {rate:,.0f} | {shown} | {mb:.1f} | {vs_pp} | {vs_peer} | {cpu} |")
+        lines.append(
+            f"| {name} | {rate:,.0f} | {shown} | {mb:.1f} | {vs_pp} | {vs_ceiling} | {vs_peer} "
+            f"| {cpu} |"
+        )
     return "\n".join(lines)
 
 
 def peer_of(name: str) -> str:
     """What a row is compared with: Connect for eos file rows, at-least-once (of the same
-    producer and output) for the exactly-once VerifiableSource rows of 1 task and 100 B."""
+    producer and output) for the exactly-once VerifiableSource rows of 1 task and 100 B;
+    a row of other code (``@REV``) has its own row's peer."""
+    name, at, label = name.partition("@")
     if name.endswith("-three"):  # the same row without the chain: what the chain costs
-        return name.removesuffix("-three")
+        return name.removesuffix("-three") + at + label
     if name.startswith("eos-file-"):
         mode = name.removeprefix("eos-file-").removeprefix("records-").split("-")[0]
         return f"connect-file-{mode}"
@@ -592,6 +636,9 @@ def main() -> None:
         default="",
         help="FileSource batch.size values to run beside its default (rows '-batchN')",
     )
+    parser.add_argument(
+        "--before", default="", help="also run the eos file rows on the code of this commit"
+    )
     args = parser.parse_args()
     bench_process()
     wanted = args.only.split(",")
@@ -602,16 +649,28 @@ def main() -> None:
 
     batches = ["", *(b for b in args.file_batch.split(",") if b)]
     jars = resolve_jars(kafka_version()) if {"pp", "connect"} & set(wanted) else Path()
+    before = code_at(args.before) if args.before else REPO
+    if args.before:
+        wanted.append("before")
     lines_file(args.lines)
     work = Path(tempfile.mkdtemp(prefix="eos-peers-"))
     groups: dict[str, Callable[[str, list[int]], list[Row]]] = {
         "pp": lambda b, p: [
-            producer_performance(jars, b, args.pp_records, 100, transactional, p)
-            for transactional in (True, False)
-            if row_wanted("pp-txn" if transactional else "pp-plain")
+            producer_performance(jars, b, args.pp_records, 100, transactional, p, tuned)
+            for transactional, tuned in ((True, False), (True, True), (False, False))
+            if row_wanted(("pp-txn" if transactional else "pp-plain") + ("-tuned" * tuned))
         ],
         "connect": lambda b, p: connect_rows(jars, b, p, args.lines, work, row_wanted),
         "eos": lambda b, p: eos_file_rows(b, p, args.lines, work, row_wanted, batches),
+        **(
+            {
+                "before": lambda b, p: eos_file_rows(
+                    b, p, args.lines, work, row_wanted, batches, before, args.before
+                )
+            }
+            if args.before
+            else {}
+        ),
         "vs": lambda b, p: vs_rows(b, p, args.records, row_wanted),
     }
     rounds: list[list[Row]] = []
