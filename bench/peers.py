@@ -87,6 +87,7 @@ from worker_run import (
     bench_broker,
     bench_process,
     bench_settings,
+    code_at,
     run_until_committed,
 )
 
@@ -425,23 +426,6 @@ def file_row(kind: str, mode: str, client: str, batch: str, chain: str = "") -> 
     return f"eos-file-{kind}{mode}-{client}{batch and '-batch' + batch}{chain}"
 
 
-def code_at(rev: str) -> Path:
-    """A worktree of the repository at commit ``rev`` (made once, under .cache/)."""
-    full = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
-    tree = CACHE / "bench-code" / full[:12]
-    if not (tree / "eos").is_dir():
-        shutil.rmtree(tree, ignore_errors=True)
-        subprocess.run(["git", "worktree", "add", "--force", "--detach", str(tree), full],
-                       cwd=REPO, check=True, capture_output=True)  # fmt: skip
-    return tree
-
-
-OLD_ASSIGNOR = "eos.runtime.assignors.sticky:StickyAssignor"
-"""The default assignor by class path, for code from before it moved to
-eos.runtime.cluster (the installed entry point names the new module)."""
-
-
 def eos_file_rows(
     bootstrap: str, brokers: list[int], lines: int, work: Path, wanted: Wanted = everything,
     batches: Sequence[str] = ("",), code: Path = REPO, label: str = "",
@@ -469,8 +453,6 @@ def eos_file_rows(
         "status.storage.partitions": "1",
         "listeners": f"http://127.0.0.1:{port}",
     }
-    if not (code / "eos" / "runtime" / "cluster").is_dir():
-        props["assignor"] = OLD_ASSIGNOR
     worker = write_props(work / f"{group}.properties", props)
     url = f"http://127.0.0.1:{port}"
     rows = []

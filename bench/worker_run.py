@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
 import tempfile
 import time
+import tomllib
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +32,31 @@ REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("EOS_CACHE_DIR", str(REPO / ".cache"))  # as the Makefile sets it
 CACHE = Path(os.environ["EOS_CACHE_DIR"])
 """Where the benches keep their data sets and downloads (the Makefile's cache)."""
+
+
+def code_at(rev: str) -> Path:
+    """A worktree of this repository at commit ``rev`` (made once, under .cache/), to run
+    a bench on other code with ``PYTHONPATH`` set to it. It carries the metadata of an
+    ``eos`` distribution with that commit's entry points (connectors, assignors, ...),
+    which hides the installed one's for a process that finds it first on its path."""
+    full = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    tree = CACHE / "bench-code" / full[:12]
+    if not (tree / "eos").is_dir():
+        shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(["git", "worktree", "add", "--force", "--detach", str(tree), full],
+                       cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]
+    info = tree / "eos-0+bench.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: eos\nVersion: 0+bench\n")
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in points.items())
+            for group, points in project.get("entry-points", {}).items()
+        )
+    )
+    return tree
 
 
 def bench_process() -> None:
