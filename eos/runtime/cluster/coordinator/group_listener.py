@@ -4,7 +4,8 @@
 - What this worker offers when it joins (its metadata: URL, config offset, what
   it runs, priority, tenure).
 - Before it rejoins: an eager member (or one whose work was lost) drops all of
-  it; a cooperative one stops the tasks whose configs await fencing.
+  it; a cooperative one of an exactly-once cluster stops the tasks whose configs await
+  fencing.
 - As leader: reads the config topic, claims the config writer, and computes every
   member's assignment (:func:`~eos.runtime.cluster.assignment.lead_round`).
 - When an assignment arrives: reads the config topic up to the leader's offset,
@@ -120,6 +121,10 @@ class GroupListener:
             await self._drop_all("lost" if lost else "eager rebalance", lost=lost)
             return
         # Courtesy (docs/cluster.md): tasks of a generation about to be fenced stop first.
+        # Only an exactly-once cluster fences (and writes task count records): elsewhere
+        # every task would look as if it awaited fencing.
+        if not self._settings.exactly_once_enabled:
+            return
         try:
             snap = await self._config_log.refresh()
         except ReadToEndTimeout as exc:
