@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 TASK_LABELS = ("connector", "task")
 ABORT_REASONS = ("connector", "error", "shutdown")
 #: Where a record failed (Kafka Connect's stage names, lower case).
-FAILURE_STAGES = ("transformation", "key_converter", "value_converter")
+FAILURE_STAGES = ("transformation", "header_converter", "key_converter", "value_converter")
 #: The rebalance protocols and the causes of a rejoin (:class:`eos.runtime.observer.Rebalanced`).
 PROTOCOLS = ("eager", "cooperative")
 REBALANCE_CAUSES = ("start", "requested", "rebalance", "lost")
@@ -142,7 +142,8 @@ class TaskMetrics:
             records_failed=counter(
                 "eos_task_records_failed_total",
                 "Records a transform or converter failed on, by stage (transformation, "
-                "key_converter, value_converter): each failed the task or, with "
+                "header_converter, key_converter, value_converter): each failed the task or, "
+                "with "
                 "errors.tolerance=all, was skipped.",
                 "stage",
             ),

@@ -31,6 +31,7 @@ from eos.kafka.login import check_login
 from eos.runtime.capacity import raise_open_files_limit
 from eos.runtime.observer import WorkerObserver
 from eos.runtime.plugins import reserved_worker_prefixes
+from eos.runtime.validation import converter_problems
 from eos.runtime.worker import Worker
 from metrics import PrometheusObserver
 from services.env_settings import settings_from_env
@@ -50,11 +51,16 @@ log = structlog.get_logger(__name__)
 
 def worker_settings(props: Mapping[str, str]) -> WorkerConfig:
     """Parse worker settings (variables resolved by the file's own config providers), with
-    the prefixes that plugins and this service reserve."""
-    return WorkerConfig.from_properties(
+    the prefixes that plugins and this service reserve; the converters every connector
+    inherits checked as a connector's are (a bad one raises :class:`ConfigError`)."""
+    settings = WorkerConfig.from_properties(
         resolve_worker_file(props),
         reserved=(*reserved_worker_prefixes(), METRICS_PREFIX, PROVIDERS),
     )
+    problems = converter_problems(settings.raw)
+    if problems:
+        raise problems[0].error
+    return settings
 
 
 def plugin_settings(settings: WorkerConfig) -> dict[str, str]:

@@ -31,6 +31,12 @@ class SourceRecord:
     value carries its schema anyway). Converters that write typed formats (JSON with
     ``schemas.enable=true``, Avro, Protobuf, JSON Schema) need them.
 
+    ``headers`` are (name, value) pairs: a value given as ``bytes`` (or None) is written
+    as it is; any other Connect value (``str``, numbers, ``bool``, ``Decimal``, dates, lists,
+    dicts, a :class:`Struct`) is converted by the connector's ``header.converter``
+    (Connect's ``SimpleHeaderConverter``, the value's text, by default) when the record is
+    written.
+
     ``encoded=True`` says ``key`` and ``value`` already are the bytes to write
     (``bytes`` or None) and the converters are skipped: for connectors that
     produce the connector's converter format themselves, faster than Python
@@ -51,7 +57,7 @@ class SourceRecord:
     key: Any = None
     partition: int | None = None
     timestamp: int | None = None
-    headers: Sequence[tuple[str, bytes | None]] = ()
+    headers: Sequence[tuple[str, Any]] = ()
     encoded: bool = False
     key_schema: Schema | None = None
     value_schema: Schema | None = None

@@ -18,7 +18,6 @@ package never imports the connector API), run when a configuration is submitted.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,11 +26,19 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 import structlog
 
 from eos.config.auto_restart import AUTO_RESTART_CONNECTOR_CONFIG
+from eos.config.converters import (
+    CONVERTER_KINDS,
+    CONVERTER_PREFIXES,
+    ConverterSetting,
+    converter_definition,
+    converter_setting,
+    converters_in_force,
+    ignored_converter_settings,
+)
 from eos.config.definition import (
     NO_DEFAULT,
     ConfigDef,
     ConfigKey,
-    Definition,
     Importance,
     NonEmpty,
     OneOf,
@@ -76,41 +83,6 @@ class ConnectorName:
             raise ConfigError(key, value, f"must be {self.allowed}")
 
 
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_DOTTED = rf"{_IDENT}(?:\.{_IDENT})*"
-_CLASS_PATH = re.compile(rf"{_DOTTED}:{_DOTTED}|{_IDENT}(?:\.{_IDENT})+")
-CONVERTER_ALIASES: Final = ("json", "string", "bytes")
-
-
-class ConverterSetting(str):
-    """A converter's name as ``key.converter``/``value.converter`` give it, carrying its
-    own settings (the ``key.converter.*``/``value.converter.*`` properties without the
-    prefix, as Connect passes them to ``configure``) and whether it converts keys."""
-
-    props: Mapping[str, str]
-    is_key: bool
-
-    def __new__(cls, name: str, props: Mapping[str, str], is_key: bool) -> ConverterSetting:
-        setting = super().__new__(cls, name)
-        setting.props, setting.is_key = dict(props), is_key
-        return setting
-
-
-class ConverterName:
-    """``json``, ``string``, ``bytes``, or a class path ``module:Class`` / ``module.Class``."""
-
-    allowed = (
-        "json, string, bytes, or a class name such as "
-        "io.confluent.connect.avro.AvroConverter or my.module:MyConverter"
-    )
-
-    def __call__(self, key: str, value: Any) -> None:
-        if value is None or value.lower() in CONVERTER_ALIASES:
-            return
-        if _CLASS_PATH.fullmatch(value) is None:
-            raise ConfigError(key, value, f"must be {self.allowed}")
-
-
 class UniqueAliases:
     """A list of aliases, none twice (``transforms``, ``predicates``)."""
 
@@ -120,30 +92,6 @@ class UniqueAliases:
     def __call__(self, key: str, value: Any) -> None:
         if value is not None and len(set(value)) < len(value):
             raise ConfigError(key, ",".join(value), "Duplicate alias provided.")
-
-
-def _converter(which: str) -> Definition:
-    doc = (
-        f"How record {which}s become bytes: json, string, bytes, Kafka Connect's or "
-        "Confluent's converter class name, or a converter class "
-        f"path (module:Class); its settings are the {which}.converter.* properties."
-    )
-    return (
-        f"{which}.converter",
-        Type.STRING,
-        "json",
-        ConverterName(),
-        Importance.MEDIUM,
-        doc,
-        "common",
-    )
-
-
-def _converter_value(value: str, props: Mapping[str, str], which: str) -> ConverterSetting:
-    name = value.lower() if value.lower() in CONVERTER_ALIASES else value
-    prefix = f"{which}.converter."
-    own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
-    return ConverterSetting(name, own, which == "key")
 
 
 def _required(value: str) -> bool:
@@ -206,9 +154,11 @@ class ConnectorConfig:
         "At most this many tasks run the connector's work.",
         "common",
     )
-    key_converter: ConverterSetting = setting(*_converter("key"))
-    value_converter: ConverterSetting = setting(*_converter("value"))
-    """Both filled by :func:`_converter_value` (a converter's settings are other keys)."""
+    key_converter: ConverterSetting = setting(*converter_definition("key", worker=False))
+    value_converter: ConverterSetting = setting(*converter_definition("value", worker=False))
+    header_converter: ConverterSetting = setting(*converter_definition("header", worker=False))
+    """The three filled by :func:`~eos.config.converters.converter_setting` from the
+    settings :func:`in force <eos.config.converters.converters_in_force>`."""
     exactly_once_required: bool = setting(
         "exactly.once.support",
         Type.STRING,
@@ -290,7 +240,8 @@ class ConnectorConfig:
     admin_overrides: dict[str, str]
     """``admin.override.*`` without the prefix."""
     raw: dict[str, str]
-    """Every setting as given, the connector's own included."""
+    """Every setting in force: the connector's own as given, with the converters it takes
+    from the worker (:func:`~eos.config.converters.converters_in_force`)."""
     errors: ErrorHandling
     """The ``errors.*`` settings (:mod:`eos.config.error_handling`)."""
 
@@ -304,13 +255,23 @@ class ConnectorConfig:
         """Parse ``props``; the first problem that needs no connector raises
         :class:`ConfigError`. Ignored overrides are logged, and, if the connector's own
         ``connector_def`` is given, settings neither the framework nor it defines."""
+        given = props
+        props = converters_in_force(given, worker.raw)
         problems = settings_problems(props, worker)
         if problems:
             raise problems[0].error
         v = CONNECTOR_CONFIG.parse(props)
-        for which in ("key", "value"):
+        for which in CONVERTER_KINDS:
             key = f"{which}.converter"
-            v[key] = _converter_value(v[key], props, which)
+            v[key] = converter_setting(props, which, v[key])
+            for ignored in ignored_converter_settings(given, worker.raw, which):
+                log.warning(
+                    "setting ignored: the connector uses the worker's converter with the "
+                    "worker's settings; set the converter on the connector to use its own",
+                    setting=ignored,
+                    converter=key,
+                    connector=v["name"],
+                )
         for key in IGNORED_OVERRIDES:
             if key in props:
                 log.warning(
@@ -492,5 +453,5 @@ def unknown_settings(props: Mapping[str, str], connector_def: ConfigDef) -> list
     """Settings neither :data:`CONNECTOR_CONFIG`, the overrides, the converters', the
     transforms' and predicates' nor the connector's own definition (``config_def()``)
     defines."""
-    prefixes = (*CONNECTOR_PREFIXES, *TRANSFORM_PREFIXES, "key.converter.", "value.converter.")
+    prefixes = (*CONNECTOR_PREFIXES, *TRANSFORM_PREFIXES, *CONVERTER_PREFIXES)
     return CONNECTOR_CONFIG.merged(connector_def).unknown(props, prefixes)

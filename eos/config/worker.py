@@ -12,7 +12,10 @@ Besides the defined keys a worker file may hold:
   ``offset.storage.<x>``, ``status.storage.<x>``, see :meth:`WorkerConfig.topic_settings`);
 - settings reserved by plugins and services (passed to :meth:`WorkerConfig.from_properties`
   as ``reserved`` prefixes), read by whoever reserved them;
-- the settings of a ``rest.auth`` provider of one's own (``rest.auth.*``).
+- the settings of a ``rest.auth`` provider of one's own (``rest.auth.*``);
+- the converters' own settings (``key.converter.*``, ``value.converter.*``,
+  ``header.converter.*``), the defaults of every connector
+  (:mod:`eos.config.converters`).
 
 REST security settings (``listeners.https.ssl.*``, ``rest.auth*``) are defined in
 :mod:`eos.config.rest_security`.
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import structlog
 
 from eos.config.auto_restart import AUTO_RESTART_WORKER_CONFIG
+from eos.config.converters import CONVERTER_PREFIXES
 from eos.config.definition import (
     ConfigDef,
     ConfigKey,
@@ -70,6 +74,7 @@ WORKER_PREFIXES: Final = (
     "ssl.",
     "sasl.",
     "rest.auth.",  # a rest.auth provider's own settings
+    *CONVERTER_PREFIXES,  # checked by eos.runtime.validation at start
 )
 """Prefixes of settings that are not :data:`WORKER_CONFIG` keys but are not unknown either."""
 

@@ -10,6 +10,7 @@ import importlib.util
 import re
 from typing import Any, Final, Literal, cast
 
+from eos.config.converters import converter_definition
 from eos.config.definition import (
     NO_DEFAULT,
     Definition,
@@ -171,6 +172,9 @@ class WorkerSettings:
         "Partitions of the status topic when the worker creates it.",
         _TOPICS,
     )
+    key_converter: str = setting(*converter_definition("key", worker=True))
+    value_converter: str = setting(*converter_definition("value", worker=True))
+    header_converter: str = setting(*converter_definition("header", worker=True))
     exactly_once: ExactlyOnceSourceSupport = setting(
         "exactly.once.source.support",
         Type.STRING,

@@ -14,7 +14,13 @@ bytes       ``org.apache.kafka.connect.converters.ByteArrayConverter``  :mod:`.s
 (none)      ``io.confluent.connect.avro.AvroConverter``                 :mod:`.avro`
 (none)      ``io.confluent.connect.protobuf.ProtobufConverter``         :mod:`.protobuf`
 (none)      ``io.confluent.connect.json.JsonSchemaConverter``           :mod:`.jsonschema`
+(none)      ``org.apache.kafka.connect.storage.SimpleHeaderConverter``  :mod:`.simple`
+(none)      ``org.apache.kafka.connect.converters.IntegerConverter``    :mod:`.simple`
 ==========  ==========================================================  ===============
+
+(and Connect's other number converters: ``ShortConverter``, ``LongConverter``,
+``FloatConverter``, ``DoubleConverter``, ``BooleanConverter``). A ``header.converter``
+is made by :func:`make_header_converter`: any of these but the registry formats.
 
 (``json`` keeps ``schemas.enable=false`` by default, eos's behaviour before schemas;
 Connect's class name defaults it to true, as Connect does.) The interface is in
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from eos.api.records import RecordBlock
 from eos.columns.text_struct import arrow_of
@@ -47,9 +53,11 @@ __all__ = [
     "decodable",
     "encode_block",
     "make_converter",
+    "make_header_converter",
 ]
 
 _HERE = "eos.converters"
+_SIMPLE = f"{_HERE}.simple"
 CONVERTERS: dict[str, str] = {
     "json": f"{_HERE}.json:JsonConverter",
     "string": f"{_HERE}.simple:StringConverter",
@@ -60,6 +68,11 @@ CONVERTERS: dict[str, str] = {
     "io.confluent.connect.avro.AvroConverter": f"{_HERE}.avro:AvroConverter",
     "io.confluent.connect.protobuf.ProtobufConverter": f"{_HERE}.protobuf:ProtobufConverter",
     "io.confluent.connect.json.JsonSchemaConverter": f"{_HERE}.jsonschema:JsonSchemaConverter",
+    "org.apache.kafka.connect.storage.SimpleHeaderConverter": f"{_SIMPLE}:SimpleHeaderConverter",
+    **{
+        f"org.apache.kafka.connect.converters.{java}Converter": f"{_SIMPLE}:{java}Converter"
+        for java in ("Short", "Integer", "Long", "Float", "Double", "Boolean")
+    },
 }
 """Every converter name eos knows → where its class is (imported on first use)."""
 
@@ -103,6 +116,24 @@ def make_converter(
         configure(dict(props), is_key)
     converter: Converter = instance
     return converter
+
+
+def make_header_converter(name: str, props: Mapping[str, str] | None = None) -> SchemaConverter:
+    """The ``header.converter`` called ``name``, configured with ``props``: one that
+    converts header values (:attr:`SchemaConverter.converts_headers`, or a class of one's
+    own with ``from_connect_header``), else :class:`PluginError`."""
+    found = converter_class(str(name))
+    if not getattr(found, "converts_headers", True) or not callable(
+        getattr(found, "from_connect_header", None)
+    ):
+        raise PluginError(
+            f"converter {str(name)!r} cannot convert headers: use "
+            "org.apache.kafka.connect.storage.SimpleHeaderConverter (the default), "
+            "StringConverter, ByteArrayConverter, JsonConverter, a number converter, or a "
+            "class with from_connect_header(topic, header, schema, value)"
+        )
+    converter = make_converter(name, props, False)
+    return cast(SchemaConverter, converter)
 
 
 def encode_block(block: RecordBlock, keys: Converter, values: Converter) -> RecordBlock:

@@ -21,7 +21,7 @@ value does not fit its schema or the format cannot carry it; the registry conver
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from eos.api.schema import Schema, SchemaType, Struct, column_values, to_connect
 
@@ -40,6 +40,9 @@ class SchemaConverter:
     (and may make :meth:`from_connect_block` faster than one call per row)."""
 
     is_key: bool = False
+    converts_headers: ClassVar[bool] = True
+    """Whether it may be a ``header.converter`` (Connect's ``HeaderConverter``): a header
+    value is converted as a value of its schema is (:meth:`from_connect_header`)."""
 
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         """Take the converter's settings (``key.converter.*``/``value.converter.*`` without
@@ -57,6 +60,22 @@ class SchemaConverter:
         """Every row of a block's column (values of ``schema``), one call per row here."""
         convert = self.from_connect_data
         return [convert(topic, schema, value) for value in column_values(schema, column)]
+
+    def from_connect_header(
+        self, topic: str, header: str, schema: Schema | None, value: Any
+    ) -> bytes | None:
+        """A header's value (``header.converter``), as Connect's converters that are also
+        header converters write it: as a value of ``schema``."""
+        return self.from_connect_data(topic, schema, value)
+
+    def to_connect_header(self, topic: str, header: str, data: bytes | None) -> tuple[Any, Any]:
+        """A header's bytes read back: (schema or None, value)."""
+        if data is None:
+            return None, None
+        reader = getattr(self, "reader", None)
+        if not callable(reader):
+            raise NotImplementedError(f"{type(self).__name__} cannot read headers back")
+        return None, reader()(data)
 
     def close(self) -> None:
         """Release what the converter holds (a registry converter's HTTP connections)."""

@@ -136,6 +136,8 @@ class RegistryConverter(SchemaConverter):
     """The registry converters' common part; a format supplies :meth:`translate` and
     :meth:`encoder` (and may supply :meth:`encode_column` for whole blocks)."""
 
+    converts_headers = False  # as Confluent's: not a HeaderConverter
+
     FORMAT = ""
 
     def __init__(self) -> None:

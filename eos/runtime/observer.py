@@ -37,8 +37,8 @@ class TaskObserver(Protocol):
         """Records a transform dropped (their offsets still commit)."""
 
     def record_failed(self, stage: str, outcome: FailureOutcome) -> None:
-        """A record failed at ``stage`` (``TRANSFORMATION``, ``KEY_CONVERTER``,
-        ``VALUE_CONVERTER``), with ``outcome``."""
+        """A record failed at ``stage`` (``TRANSFORMATION``, ``HEADER_CONVERTER``,
+        ``KEY_CONVERTER``, ``VALUE_CONVERTER``), with ``outcome``."""
 
     def transaction_committed(
         self, records: int, commit_seconds: float, open_seconds: float

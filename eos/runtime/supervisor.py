@@ -31,7 +31,7 @@ from eos.acls.rules import output_topics as declared_topics
 from eos.config.connector import ConnectorConfig
 from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
-from eos.converters import make_converter
+from eos.converters import make_converter, make_header_converter
 from eos.errors import ConflictError
 from eos.kafka.admin import ensure_topic
 from eos.kafka.clients import ClientConfig
@@ -293,6 +293,9 @@ class Supervisor:
             offset_reader=CombinedOffsetReader(spec.connector, own, global_),
             key_converter=make_converter(config.key_converter),
             value_converter=make_converter(config.value_converter),
+            header_converter=make_header_converter(
+                config.header_converter, config.header_converter.props
+            ),
             status=partial(self._task_status, spec),
             resources=self.resources,
             graceful_timeout=s.graceful_shutdown_ms / 1000,
@@ -312,7 +315,11 @@ class Supervisor:
             explain=partial(explain, s, {spec.connector: props}, declared_topics),
             transforms=transforms,
             errors=config.errors,
-            converter_names=(str(config.key_converter), str(config.value_converter)),
+            converter_names=(
+                str(config.key_converter),
+                str(config.value_converter),
+                str(config.header_converter),
+            ),
             create_topic=partial(_create_topic, offsets_client),
         )
         runner_class = ExactlyOnceTask if s.exactly_once_enabled else AtLeastOnceTask

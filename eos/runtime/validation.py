@@ -21,11 +21,20 @@ from eos.config.connector import (
     unknown_settings,
     valid_choice,
 )
+from eos.config.converters import CONVERTER_KINDS, converters_in_force
 from eos.config.error_handling import error_problems
 from eos.config.worker import WorkerConfig
-from eos.converters import CONVERTERS, converter_class, decodable, make_converter
+from eos.converters import (
+    CONVERTERS,
+    converter_class,
+    decodable,
+    make_converter,
+    make_header_converter,
+)
 from eos.errors import ConfigError, PluginError
 from eos.transforms import chain_validation as transforms
+
+CONVERTER_NAMES = tuple(f"{which}.converter" for which in CONVERTER_KINDS)
 
 
 def unknown_connector_settings(props: Mapping[str, str], connector: SourceConnector) -> list[str]:
@@ -126,21 +135,27 @@ def _transform_problems(
     return [Problem(e.key, str(e), e) for e in transforms.problems(props, encoded_by=encoded_by)]
 
 
-def _converter_problems(props: Mapping[str, str]) -> list[Problem]:
-    """What a task would find configuring its key and value converters: a class that does
-    not load, or (eos's own converters) a setting of theirs missing or bad, under the
-    setting's full name (``value.converter.schema.registry.url``)."""
+def converter_problems(props: Mapping[str, str]) -> list[Problem]:
+    """What a task would find configuring its key, value and header converters (``props``:
+    the settings in force, a connector's or the worker's): a class that does not load, or
+    (eos's own converters) a setting of theirs missing or bad, under the setting's full
+    name (``value.converter.schema.registry.url``)."""
     problems = []
-    for which in ("key", "value"):
+    for which in CONVERTER_KINDS:
         setting = f"{which}.converter"
-        name = str(props.get(setting) or "json")
+        name = str(props.get(setting) or CONNECTOR_CONFIG.keys[setting].default)
         prefix = setting + "."
         own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
         try:
             if name not in CONVERTERS and name.lower() not in CONVERTERS:
-                converter_class(name)  # a user's: loaded only, never configured here
+                found = converter_class(name)  # a user's: loaded only, never configured here
+                if which == "header" and not callable(getattr(found, "from_connect_header", None)):
+                    problems.append(Problem.of(setting, name, "it cannot convert headers"))
                 continue
-            converter = make_converter(name, own, which == "key")
+            if which == "header":
+                converter: Any = make_header_converter(name, own)
+            else:
+                converter = make_converter(name, own, which == "key")
         except PluginError as exc:
             problems.append(Problem.of(setting, name, str(exc)))
             continue
@@ -164,8 +179,8 @@ def _all_problems(
     problems = settings_problems(props, worker)
     if connector is not None:
         problems += _connector_problems(props, connector)
-    if not any(p.key in ("key.converter", "value.converter") for p in problems):
-        problems += _converter_problems(props)
+    if not any(p.key in CONVERTER_NAMES for p in problems):
+        problems += converter_problems(props)
     problems += _transform_problems(props, connector)
     offsets_topics = (str(props.get("offsets.storage.topic") or worker.offsets_topic),)
     problems += [Problem(e.key, str(e), e) for e in error_problems(props, offsets_topics)]
@@ -179,6 +194,7 @@ def validate_connector(
     create, config update and validate: the framework's keys, the connector's own
     validate(), and the pre-flight checks (docs/exactly-once.md). Without a connector (its
     class could not be loaded) only the checks that need none run."""
+    props = converters_in_force(props, worker.raw)
     result: dict[str, list[str]] = {name: [] for name in CONNECTOR_CONFIG.keys}
     if connector is not None:
         for name in connector.config_def().keys:
@@ -194,6 +210,6 @@ def check_connector(
     props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
 ) -> None:
     """Raise :class:`ConfigError` for the first problem :func:`validate_connector` finds."""
-    problems = _all_problems(props, worker, connector)
+    problems = _all_problems(converters_in_force(props, worker.raw), worker, connector)
     if problems:
         raise problems[0].error

@@ -7,10 +7,7 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
-import shutil
-import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +28,10 @@ from eos.api.schema import (
     STRING_SCHEMA,
 )
 from eos.converters import make_converter
-from services.dev_kafka import cache_dir
-from services.dev_registry import find_java
+from tests.connect_java import connect_classpath, run_java
 
 pytestmark = pytest.mark.integration
 
-HERE = Path(__file__).parent / "connect_json"
-VERSION = "4.3.1"
 
 INNER = SchemaBuilder.struct().name("com.example.Inner").field("a", INT32_SCHEMA).build()
 EVERY = (
@@ -115,32 +109,15 @@ CASES: list[tuple[Schema, Any]] = [
 
 @pytest.fixture(scope="session")
 def connect_json_classpath() -> str:
-    """connect-json and what it needs, resolved with Maven into .cache/ once."""
-    libs = cache_dir() / "connect-json" / VERSION
-    if not (libs / ".complete").exists():
-        mvn = shutil.which("mvn")
-        assert mvn, "mvn is needed to fetch Kafka Connect's JsonConverter"
-        subprocess.run(
-            [mvn, "-q", "-B", "-f", str(HERE / "pom.xml"),
-             f"-Dmaven.repo.local={cache_dir() / 'm2'}",
-             f"-Dkafka.version={VERSION}", "dependency:copy-dependencies", "-DincludeScope=runtime",
-             f"-DoutputDirectory={libs}"],
-            check=True, capture_output=True,
-        )  # fmt: skip
-        (libs / ".complete").touch()
-    return f"{libs}/*"
+    return connect_classpath()
 
 
 def connect_writes(
     classpath: str, envelopes: Sequence[bytes], decimal_format: str
 ) -> list[tuple[bytes, bytes]]:
     lines = "".join(base64.b64encode(e).decode() + "\n" for e in envelopes)
-    done = subprocess.run(
-        [str(find_java()), "-cp", classpath, str(HERE / "ConnectJson.java"), decimal_format],
-        input=lines, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    pairs = [line.split(" ") for line in done.stdout.splitlines()]
+    out = run_java(classpath, "ConnectJson.java", lines, decimal_format)
+    pairs = [line.split(" ") for line in out.splitlines()]
     return [(base64.b64decode(a), base64.b64decode(b)) for a, b in pairs]
 
 

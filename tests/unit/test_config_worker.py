@@ -314,6 +314,7 @@ def test_package_exports() -> None:
     submodules = {
         "auto_restart",
         "connector",
+        "converters",
         "definition",
         "error_handling",
         "files",

@@ -82,7 +82,10 @@ def converters(name: str, props: Mapping[str, str]) -> dict[str, Any]:
         if hasattr(converter, "client"):
             converter.client = FakeRegistry()
         made[role] = converter
-    return {**made, "converter_names": (name, name)}
+    return {
+        **made,
+        "converter_names": (name, name, "org.apache.kafka.connect.storage.SimpleHeaderConverter"),
+    }
 
 
 def config(tmp_path: Path, **more: str) -> dict[str, str]:

@@ -66,7 +66,8 @@ def _allowed(name: str, allowed: str) -> bool:
         ("eos/columns", "eos.columns eos.api eos.errors"),
         (
             "eos/converters",
-            "eos.converters eos.columns eos.api eos.errors eos.runtime.plugins",
+            "eos.converters eos.columns eos.api eos.errors eos.runtime.plugins"
+            " eos.transforms.value_text",  # Connect's Values text: header converter, transforms
         ),
         (
             "eos/runtime/cluster",

@@ -6,6 +6,7 @@ that is down (retried within errors.retry.timeout, waited for at start-up)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ import anyio
 from eos.api import RecordBlock, SourceRecord, SourceTask, Transformation
 from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA, Schema
 from eos.config.error_handling import ErrorHandling
+from eos.converters import make_header_converter
 from eos.converters.schema_registry import RegistrySchema
 from eos.converters.wire_format import Encode, RegistryConverter, Translated
 from eos.errors import SchemaRegistryUnavailable
@@ -267,3 +269,48 @@ async def test_start_up_waits_for_the_registry_and_says_so() -> None:
     )
     assert h.states()[1:] == [State.RUNNING, State.UNASSIGNED]
     assert h.clock.now > 1000 + 3  # waited 1 + 2 + 4 s (the manual clock)
+
+
+class TypedHeaders(Transformation):
+    """Gives each record headers as Connect values (an int, a text, bytes, a list)."""
+
+    def apply(self, record: SourceRecord) -> SourceRecord | None:
+        headers = [("n", record.value), ("s", f"v{record.value}"), ("raw", b"\x00"),
+                   ("list", [1, 2.5])]  # fmt: skip
+        return dataclasses.replace(record, headers=headers)
+
+
+def typed_headers() -> TransformChain:
+    return TransformChain.from_config(
+        {"transforms": "h", "transforms.h.type": f"{__name__}:TypedHeaders"}
+    )
+
+
+async def test_header_values_given_as_connect_values_are_written_by_the_header_converter() -> None:
+    h, source = Harness(), Source(2)
+    await run(source, h.deps(transforms=typed_headers()))  # SimpleHeaderConverter: text
+    assert [w.headers for w in h.broker.written if w.topic == TOPIC] == [
+        [("n", b"0"), ("s", b"v0"), ("raw", b"\x00"), ("list", b"[1,2.5]")],
+        [("n", b"1"), ("s", b"v1"), ("raw", b"\x00"), ("list", b"[1,2.5]")],
+    ]
+
+
+async def test_a_header_the_header_converter_cannot_write_is_a_header_converter_failure() -> None:
+    h, source = Harness(), Source(2)
+    numbers = make_header_converter("org.apache.kafka.connect.converters.IntegerConverter")
+    settings = errors(tolerance="all", deadletterqueue_topic_name=DLQ,
+                      deadletterqueue_context_headers_enable="true")  # fmt: skip
+    names = ("json", "json", "org.apache.kafka.connect.converters.IntegerConverter")
+    deps = h.deps(transforms=typed_headers(), header_converter=numbers, errors=settings,
+                  converter_names=names)  # fmt: skip
+    await run(source, deps)
+    assert [w for w in h.broker.written if w.topic == TOPIC] == []  # "s" is no Integer
+    letters = [w for w in h.broker.written if w.topic == DLQ]
+    assert len(letters) == 2
+    headers = dict(letters[0].headers)
+    assert headers["__connect.errors.stage"] == b"HEADER_CONVERTER"
+    assert headers["__connect.errors.class.name"] == names[2].encode()
+    message = headers["__connect.errors.exception.message"] or b""
+    assert b"Failed to serialize to Integer (was str)" in message
+    assert headers["s"] == b"v0"  # the record's own headers, as text
+    assert h.observer.failures == [("HEADER_CONVERTER", "dead_lettered")] * 2

@@ -37,8 +37,9 @@ from eos.api import SourceRecord
 from eos.api.schema import Schema
 from eos.converters.json import ConnectJsonConverter
 from eos.converters.json_values import dumps_schemaless
+from eos.transforms.value_text import header_bytes
 
-Stage = Literal["TRANSFORMATION", "KEY_CONVERTER", "VALUE_CONVERTER"]
+Stage = Literal["TRANSFORMATION", "HEADER_CONVERTER", "KEY_CONVERTER", "VALUE_CONVERTER"]
 """Where a record failed, with Kafka Connect's stage names."""
 
 CONNECT = "__connect.errors."
@@ -72,7 +73,7 @@ class DeadLetters:
         record = failure.record
         key = self._bytes(record.key, record.key_schema, record.encoded)
         value = self._bytes(record.value, record.value_schema, record.encoded)
-        headers = list(record.headers)
+        headers = [(name, _header_text(v)) for name, v in record.headers]
         if self.context_headers:
             headers += self.context(failure)
         return SourceRecord(
@@ -134,3 +135,14 @@ def _json(value: Any) -> bytes:
         return dumps_schemaless(None if value is None else dict(value))
     except Exception:
         return orjson.dumps(repr(value))
+
+
+def _header_text(value: Any) -> bytes | None:
+    """A header value as bytes: as it is, or (a Connect value the header converter failed
+    on) its text as Connect's SimpleHeaderConverter writes it, else its ``repr``."""
+    if value is None or type(value) is bytes:
+        return value
+    try:
+        return header_bytes(value)
+    except Exception:
+        return repr(value).encode()

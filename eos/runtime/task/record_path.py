@@ -46,7 +46,7 @@ from typing import Any, Generic, TypeVar, cast
 import anyio
 import anyio.to_thread
 
-from eos.api import RecordBlock, RecordMetadata, SourceRecord
+from eos.api import RecordBlock, RecordMetadata, SourceRecord, Struct
 from eos.columns.decode import decoder_for
 from eos.columns.folding import Folded
 from eos.converters import Converter, encode_block
@@ -108,6 +108,7 @@ class RecordPath:
         self.steps: dict[Stage, str] = {
             "KEY_CONVERTER": deps.converter_names[0],
             "VALUE_CONVERTER": deps.converter_names[1],
+            "HEADER_CONVERTER": deps.converter_names[2],
         }
         self.folding = (
             not per_record and not self.registry
@@ -232,11 +233,18 @@ class RecordPath:
         check_topic = self.check_topic
         key_plain, value_plain = self.keys.convert, self.values.convert
         key_typed, value_typed = _typed(self.keys), _typed(self.values)
+        header_typed = self.deps.header_converter.from_connect_header
         failed = partial(self._conversion_failed, found)
 
         def convert(record: SourceRecord) -> Pair | None:
             topic = record.topic
             check_topic(topic)
+            headers = record.headers
+            if headers and not all(type(v) is bytes or v is None for _, v in headers):
+                try:  # first, as Connect does: the record's headers hold only bytes after
+                    record.headers = _header_bytes(header_typed, topic, headers)
+                except Exception as exc:
+                    return failed(record, "HEADER_CONVERTER", exc)
             if record.encoded:
                 return _encoded(record)
             try:
@@ -525,6 +533,23 @@ def _typed(converter: Converter) -> Callable[..., bytes | None]:
     if callable(found):
         return cast(Callable[..., bytes | None], found)
     return lambda topic, schema, value, headers: converter.convert(topic, value)
+
+
+def _header_bytes(
+    convert: Callable[[str, str, Any, Any], bytes | None],
+    topic: str,
+    headers: Sequence[tuple[str, Any]],
+) -> list[tuple[str, bytes | None]]:
+    """Headers with the values a connector gave as Connect values converted (a Struct
+    with its schema, anything else without one); bytes and None as they are."""
+    out: list[tuple[str, bytes | None]] = []
+    for name, value in headers:
+        if value is None or type(value) is bytes:
+            out.append((name, value))
+        else:
+            schema = value.schema if isinstance(value, Struct) else None
+            out.append((name, convert(topic, name, schema, value)))
+    return out
 
 
 def _encoded(record: SourceRecord) -> Pair:

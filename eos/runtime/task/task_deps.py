@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import anyio
 
 from eos.api import OffsetStorageReader, RecordBlock, SourceRecord
+from eos.config.converters import SIMPLE_HEADER_CONVERTER
 from eos.config.error_handling import DEFAULTS, ErrorHandling
-from eos.converters import Converter
+from eos.converters import Converter, SchemaConverter
+from eos.converters.simple import SimpleHeaderConverter
 from eos.runtime.clock import Clock, SystemClock
 from eos.runtime.observer import NullTaskObserver, TaskObserver
 from eos.runtime.resources import SharedResources
@@ -152,7 +154,10 @@ class TaskDeps:
     """The connector's ``transforms`` (None: none), run before the converters."""
     errors: ErrorHandling = DEFAULTS
     """The connector's ``errors.*`` settings."""
-    converter_names: tuple[str, str] = ("json", "json")
-    """``key.converter`` and ``value.converter`` as configured (named by dead letters)."""
+    header_converter: SchemaConverter = field(default_factory=SimpleHeaderConverter)
+    """Converts header values a connector gives as Connect values (bytes pass as they are)."""
+    converter_names: tuple[str, str, str] = ("json", "json", SIMPLE_HEADER_CONVERTER)
+    """``key.converter``, ``value.converter`` and ``header.converter`` as configured (named
+    by dead letters)."""
     create_topic: CreateTopic | None = None
     """Creates the dead-letter topic (None: it must exist)."""
