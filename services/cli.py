@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from services.worker_service import main as worker_main
 
-    return worker_main(args.worker_config, args.connector_configs)
+    return worker_main(args.worker_config, args.connector_configs, log_format=args.log_format)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -138,6 +138,12 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="eos", description="exactly-once into Apache Kafka")
     top.add_argument("--version", action="version", version=f"eos {eos.__version__}")
     top.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    top.add_argument(
+        "--log-format",
+        default=None,
+        help="text (default) or json: one JSON object per line (also EOS_LOG_FORMAT, and "
+        "log.format in a worker file)",
+    )
     sub = top.add_subparsers(dest="command", required=True)
 
     dk = sub.add_parser("dev-kafka", help="a local Apache Kafka (KRaft) on 127.0.0.1")
@@ -214,7 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     also inside an exception group, ends it with one ``error:`` line per problem and
     exit code 2; the traceback only with ``--log-level debug``."""
     args = parser().parse_args(argv)
-    log_setup.configure(args.log_level)
+    try:
+        args.log_format = log_setup.log_format(args.log_format)
+    except EosError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    log_setup.configure(args.log_level, json=args.log_format == "json")
     try:
         code: int = args.func(args)
     except (EosError, KafkaError, BaseExceptionGroup) as exc:

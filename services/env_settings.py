@@ -28,6 +28,7 @@ NOT_SETTINGS: Final = frozenset(
         "EOS_CACHE_DIR",
         "EOS_KAFKA_DEPLOY_DIR",
         "EOS_LOG_LEVEL",
+        "EOS_LOG_FORMAT",
         "EOS_URL",
         "EOS_USER",
         "EOS_PASSWORD",

@@ -1,4 +1,9 @@
-"""Logging for the ``eos`` processes: structlog, key=value, to stderr.
+"""Logging for the ``eos`` processes: structlog to stderr, as key=value text or as one JSON
+object per line (``--log-format``, ``EOS_LOG_FORMAT``, or the worker setting
+``log.format``: ``text``, the default, or ``json``). A JSON line has Connect-like fields:
+``time`` (ISO 8601, UTC), ``level``, ``logger``, ``message``, the context bound where it
+was logged (``connector``, ``task``, ``generation``), any other key the event carries,
+and ``exception`` (the traceback as text) when there is one.
 
 Library code only logs; this is the one place that configures output. Levels are
 the stdlib loggers' (one per module, named after it: ``eos.runtime.worker``), so
@@ -17,9 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
+
+from eos.errors import ConfigError
 
 _METHOD_LEVELS = {
     "debug": logging.DEBUG,
@@ -49,19 +57,38 @@ class LevelFilteringLogger(structlog.stdlib.BoundLogger):
         return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def log_format(given: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The format asked for (``--log-format``, else ``EOS_LOG_FORMAT``), lower-cased;
+    None if neither says; :class:`ConfigError` naming ``log.format`` for another value."""
+    value = given or environ.get("EOS_LOG_FORMAT")
+    if value is None or not value.strip():
+        return None
+    if value.strip().lower() not in LOG_FORMATS:
+        raise ConfigError("log.format", value, "must be text or json (EOS_LOG_FORMAT too)")
+    return value.strip().lower()
+
+
 def configure(level: str | None = None, *, json: bool = False) -> None:
     name = (level or os.environ.get("EOS_LOG_LEVEL") or "INFO").upper()
     numeric = logging.getLevelNamesMapping().get(name, logging.INFO)
-    renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
-        if json
-        else structlog.dev.ConsoleRenderer(colors=False, pad_event_to=0)
-    )
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
+    ]  # the same in both formats: loggers cached before a change keep working
+    named: list[structlog.types.Processor] = [structlog.stdlib.add_logger_name] if json else []
+    renderer: list[structlog.types.Processor] = (
+        [
+            structlog.processors.EventRenamer("message"),
+            _json_fields,
+            structlog.processors.JSONRenderer(default=str),
+        ]
+        if json
+        else [structlog.dev.ConsoleRenderer(colors=False, pad_event_to=0)]
+    )
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
@@ -72,7 +99,7 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
     handler.addFilter(_not_py4j_chatter)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer
+            *named, structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer
         ], foreign_pre_chain=shared)
     )  # fmt: skip
     root = logging.getLogger()
@@ -81,6 +108,18 @@ def configure(level: str | None = None, *, json: bool = False) -> None:
     logging.getLogger("aiokafka").setLevel(max(numeric, logging.ERROR))
     # httpx logs every request at INFO (the schema registry's, the REST client's).
     logging.getLogger("httpx").setLevel(max(numeric, logging.WARNING))
+
+
+def _json_fields(logger: Any, method: str, event: Any) -> Any:
+    """``time`` first, then ``level``, ``logger``, ``message``, the rest; ``exception``:
+    the traceback of ``exc_info`` (or of ``log.exception``) as text."""
+    event = structlog.processors.format_exc_info(logger, method, event)
+    event["time"] = event.pop("timestamp", None)
+    ordered: dict[str, Any] = {
+        k: event[k] for k in ("time", "level", "logger", "message") if k in event
+    }
+    ordered.update((k, v) for k, v in event.items() if k not in ordered)
+    return ordered
 
 
 _PY4J = f"{os.sep}py4j{os.sep}"

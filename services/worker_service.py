@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import logging
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from eos.runtime.plugins import reserved_worker_prefixes
 from eos.runtime.validation import converter_problems
 from eos.runtime.worker import Worker
 from metrics import PrometheusObserver
+from services import log_setup
 from services.env_settings import settings_from_env
 from services.http import (
     METRICS_LISTENERS,
@@ -219,11 +221,18 @@ def main(
     worker_file: str | None,
     connector_files: Sequence[str],
     environ: Mapping[str, str] = os.environ,
+    *,
+    log_format: str | None = None,
 ) -> int:
+    """Run ``eos worker``. ``log_format`` is the one the command line or the environment
+    asked for; without one the worker file's ``log.format`` applies from here on."""
     tune_gc()
     tune_malloc()
     raise_open_files_limit()  # hundreds of tasks hold two sockets each
     settings = load_worker_settings(worker_file, environ)
+    if log_format is None and settings.log_format == "json":
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        log_setup.configure(level, json=True)
     connectors = [load_config_file(path) for path in connector_files]
     try:
         anyio.run(run_worker, settings, connectors)

@@ -172,6 +172,18 @@ class WorkerSettings:
         "Partitions of the status topic when the worker creates it.",
         _TOPICS,
     )
+    log_format: Literal["text", "json"] = setting(
+        "log.format",
+        Type.STRING,
+        "text",
+        OneOf("text", "json"),
+        Importance.LOW,
+        "How eos worker logs: text (key=value) or json (one object per line: time, level, "
+        "logger, message, connector, task, generation, exception). --log-format and "
+        "EOS_LOG_FORMAT win over it.",
+        "worker",
+        convert=str.lower,
+    )
     key_converter: str = setting(*converter_definition("key", worker=True))
     value_converter: str = setting(*converter_definition("value", worker=True))
     header_converter: str = setting(*converter_definition("header", worker=True))

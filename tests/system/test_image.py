@@ -5,6 +5,7 @@ labels, health check)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import threading
@@ -129,8 +130,9 @@ def test_worker_from_a_mounted_file_and_environment(
             stop(name, timeout=0)
     log = out.decode(errors="replace")
     assert container.returncode == 0, log[-3000:]
-    assert "settings from the environment" in log
-    assert "eos-0.eos-headless" not in log.split("settings from the environment")[1].split("\n")[0]
+    line = next(x for x in log.splitlines() if "settings from the environment" in x)
+    assert json.loads(line)["message"] == "settings from the environment"  # JSON lines
+    assert "eos-0.eos-headless" not in line
 
 
 def _wait_for_root(url: str, container: subprocess.Popen[bytes]) -> dict[str, Any]:
