@@ -35,7 +35,7 @@ from eos.api.schema import (
     Struct,
 )
 from eos.converters.schema_registry import RegistrySchema
-from eos.converters.wire_format import Encode, RegistryConverter, Translated
+from eos.converters.wire_format import Encode, RegistryConverter, Translated, fields_fit
 from eos.errors import DataError
 
 try:
@@ -236,6 +236,21 @@ class AvroConverter(RegistryConverter):
         if schema.type is SchemaType.STRUCT:
             record = schema.name or f"{NAMESPACE}.{DEFAULT_NAME}"
         return Translated(RegistrySchema("AVRO", text), record, (avro, schema))
+
+    def fit(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Fields by name (the record's are written in the latest's, which fills in its
+        defaults and leaves out fields it lacks)."""
+        mine, theirs = translated.compiled[0], json.loads(latest.text)
+        if not (isinstance(mine, dict) and isinstance(theirs, dict)):
+            return [], [], []
+        if mine.get("type") != "record" or theirs.get("type") != "record":
+            return [], [], []
+        return fields_fit(
+            [f["name"] for f in mine["fields"]],
+            [(f["name"], "default" in f) for f in theirs["fields"]],
+        )
 
     def encoder(self, translated: Translated, latest: RegistrySchema | None) -> Encode:
         avro, schema = translated.compiled

@@ -40,6 +40,8 @@ class SchemaConverter:
     (and may make :meth:`from_connect_block` faster than one call per row)."""
 
     is_key: bool = False
+    SETTINGS: ClassVar[frozenset[str]] = frozenset()
+    """The settings it reads (:mod:`eos.converters.settings` reports any other)."""
     converts_headers: ClassVar[bool] = True
     """Whether it may be a ``header.converter`` (Connect's ``HeaderConverter``): a header
     value is converted as a value of its schema is (:meth:`from_connect_header`)."""

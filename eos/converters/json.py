@@ -80,6 +80,9 @@ class JsonConverter(SchemaConverter):
     """``json`` (schemas off unless ``schemas.enable=true``); see the module docstring."""
 
     SCHEMAS_ENABLE_DEFAULT = False
+    SETTINGS = frozenset(
+        {"schemas.enable", "schemas.cache.size", "decimal.format", "replace.null.with.default"}
+    )
 
     def __init__(self) -> None:
         self.schemas_enable = self.SCHEMAS_ENABLE_DEFAULT

@@ -26,7 +26,7 @@ from eos.api.schema import DECIMAL_NAME, Schema, SchemaType
 from eos.converters.json import column_rows
 from eos.converters.json_values import Compiler, ToJson, jackson_dumps
 from eos.converters.schema_registry import RegistrySchema
-from eos.converters.wire_format import Encode, RegistryConverter, Translated
+from eos.converters.wire_format import Encode, RegistryConverter, Translated, fields_fit
 from eos.errors import ConfigError
 
 _NUMBERS = {
@@ -112,6 +112,8 @@ class JsonSchemaConverter(RegistryConverter):
         super().__init__()
         self._compiler: Compiler = _EntryCompiler(False, True)
 
+    SETTINGS = RegistryConverter.SETTINGS | {"decimal.format"}
+
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
         fmt = str(props.get("decimal.format", "BASE64")).strip().upper()
@@ -125,14 +127,51 @@ class JsonSchemaConverter(RegistryConverter):
         text = json.dumps(JsonSchemas(self._compiler).convert(schema), separators=(",", ":"))
         return Translated(RegistrySchema("JSON", text), schema.name, schema)
 
+    def fit(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Properties by name: the latest's required ones without a default must be in the
+        record; the record's must be in the latest unless it allows additional ones."""
+        mine = json.loads(translated.registry_schema.text)
+        theirs = json.loads(latest.text)
+        if not isinstance(theirs, dict) or "properties" not in mine:
+            return [], [], []
+        properties = theirs.get("properties") or {}
+        required = set(theirs.get("required") or ())
+        lacking, unknown, _ = fields_fit(
+            list(mine["properties"]),
+            [(n, n not in required or "default" in (p or {})) for n, p in properties.items()],
+        )
+        if theirs.get("additionalProperties", True) is not False:
+            unknown = []
+        return lacking, unknown, []
+
     def encoder(self, translated: Translated, latest: RegistrySchema | None) -> Encode:
         to_json = self._compiler.compile(translated.compiled)
-        return lambda value: jackson_dumps(to_json(value))
+        if latest is None:
+            return lambda value: jackson_dumps(to_json(value))
+        theirs = json.loads(latest.text)
+        properties = theirs.get("properties") if isinstance(theirs, dict) else None
+        if not properties:
+            return lambda value: jackson_dumps(to_json(value))
+        defaults = {n: p["default"] for n, p in properties.items() if "default" in (p or {})}
+        closed = theirs.get("additionalProperties", True) is False
+
+        def encode(value: Any) -> bytes:
+            out = to_json(value)
+            if isinstance(out, dict):  # in the latest's shape: its defaults, its properties
+                for name, default in defaults.items():
+                    out.setdefault(name, default)
+                if closed:
+                    out = {k: v for k, v in out.items() if k in properties}
+            return jackson_dumps(out)
+
+        return encode
 
     def from_connect_block(
         self, topic: str, schema: Schema | None, column: Any
     ) -> list[bytes | None]:
-        if schema is None:
+        if schema is None or self.use_latest:  # the latest's shape: row by row
             return super().from_connect_block(topic, schema, column)
         rows, column = column_rows(schema, column, self._compiler)
         if rows is None:

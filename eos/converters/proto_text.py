@@ -4,6 +4,7 @@ messages with nested messages, scalar / message / repeated / ``optional`` / map 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from google.protobuf import descriptor_pb2
@@ -53,3 +54,35 @@ def _message(message: Any, indent: str) -> list[str]:
             lines += _message(nested, inner)
     lines.append(f"{indent}}}")
     return lines
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_FIELD = re.compile(
+    r"^\s*(?:(optional|repeated|required)\s+)?(map\s*<[^>]*>|[\w.]+)\s+(\w+)\s*=\s*(\d+)"
+)
+
+
+def top_messages(text: str) -> dict[str, tuple[int, dict[str, tuple[str, int]]]]:
+    """The top-level messages of ``.proto`` text in order: name → (index, its own fields:
+    name → (label and type, number)). Enough to see whether values of one schema can be
+    written as another (the fields of nested messages are not read)."""
+    found: dict[str, tuple[int, dict[str, tuple[str, int]]]] = {}
+    depth, current = 0, None
+    for raw in _COMMENTS.sub("", text).replace("{", "{\n").replace("}", "\n}\n").split("\n"):
+        line = raw.strip()
+        if line.endswith("{"):
+            words = line[:-1].split()
+            if depth == 0 and words[:1] == ["message"] and len(words) == 2:
+                current = found.setdefault(words[1], (len(found), {}))[1]
+            depth += 1
+        elif line == "}":
+            depth -= 1
+            if depth == 0:
+                current = None
+        elif depth == 1 and current is not None:
+            for statement in line.split(";"):
+                match = _FIELD.match(statement)
+                if match and match[2] not in ("option", "reserved", "oneof"):
+                    label, kind = match[1] or "", re.sub(r"\s+", "", match[2]).lstrip(".")
+                    current[match[3]] = (f"{label} {kind}".strip(), int(match[4]))
+    return found

@@ -24,13 +24,13 @@ object per row), in the same bytes.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from eos.api.logical import Date, Decimal, Time, Timestamp
 from eos.api.schema import DATE_NAME, DECIMAL_NAME, TIME_NAME, TIMESTAMP_NAME, Schema, SchemaType
 from eos.converters.base import as_struct, flag
-from eos.converters.proto_text import render
+from eos.converters.proto_text import render, top_messages
 from eos.converters.protobuf_types import MAP_KEYS, SCALARS
 from eos.converters.schema_registry import Reference, RegistrySchema
 from eos.converters.wire_format import Encode, RegistryConverter, Translated
@@ -300,6 +300,8 @@ class ProtobufConverter(RegistryConverter):
     FORMAT = "PROTOBUF"
     optional_for_nullables = False
 
+    SETTINGS = RegistryConverter.SETTINGS | {"optional.for.nullables"}
+
     def configure(self, props: Mapping[str, str], is_key: bool) -> None:
         super().configure(props, is_key)
         self.optional_for_nullables = flag(props, "optional.for.nullables", False)
@@ -330,6 +332,30 @@ class ProtobufConverter(RegistryConverter):
             )
         return RegistrySchema("PROTOBUF", schema.text, tuple(refs))
 
+    def fit(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> tuple[list[str], list[str], list[str]]:
+        """The record's message in the latest by name: each field it shares must have the
+        same number and type (the bytes are then those of the latest; a field of the latest
+        that the record lacks is its default, as Protobuf has one for every field)."""
+        proto = translated.compiled[0]
+        name = proto.message_type[0].name
+        theirs = top_messages(latest.text).get(name)
+        if theirs is None:
+            return [], [], [name]
+        mine = top_messages(render(proto))[name][1]
+        unknown = [field for field in mine if field not in theirs[1]]
+        numbers = {number for _, number in theirs[1].values()}
+        moved = [f for f in mine if f in theirs[1] and theirs[1][f] != mine[f]]
+        moved += [f for f in unknown if mine[f][1] in numbers]  # its number is another's
+        return [], unknown, moved
+
+    def latest_indexes(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> Sequence[int] | None:
+        found = top_messages(latest.text).get(translated.compiled[0].message_type[0].name)
+        return [found[0]] if found is not None else translated.message_indexes
+
     def encoder(self, translated: Translated, latest: RegistrySchema | None) -> Encode:
         proto, schema = translated.compiled
         pool = descriptor_pool.DescriptorPool()
@@ -339,10 +365,13 @@ class ProtobufConverter(RegistryConverter):
         full = f"{proto.package}.{proto.message_type[0].name}".lstrip(".")
         message_class = message_factory.GetMessageClass(pool.FindMessageTypeByName(full))
         fill = struct_filler(schema)
+        left_out = self.fit(translated, latest)[1] if latest is not None else []
 
         def encode(value: Any) -> bytes:
             message = message_class()
             fill(message, as_struct(schema, value))
+            for name in left_out:  # not in the latest (latest.compatibility.strict=false)
+                message.ClearField(name)
             data: bytes = message.SerializeToString(deterministic=True)
             return data
 
@@ -358,7 +387,7 @@ class ProtobufConverter(RegistryConverter):
     ) -> list[bytes | None]:
         if (
             schema is None or not hasattr(column, "type") or column.null_count == len(column)
-            or self.use_latest  # as Avro (the encoder ignores the latest schema today)
+            or self.use_latest  # the latest schema: row by row, as Avro
         ):  # fmt: skip
             return super().from_connect_block(topic, schema, column)
         from eos.converters.protobuf_arrow import encode_column

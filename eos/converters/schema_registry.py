@@ -18,6 +18,7 @@ Settings (``key.converter.*`` / ``value.converter.*``, Confluent's names):
   (or ``…keystore.location``, type PEM, holding both); ``schema.registry.ssl.key.password``
   for an encrypted key (never asked for on a terminal).
 - ``schema.registry.request.timeout.ms`` (default 30000).
+- ``normalize.schemas``: ``?normalize=true`` on registering and looking up a schema.
 
 Errors never show credentials: URLs are printed without their user info. A registry that
 answers 401/403, or refuses the TLS handshake (its certificate is not trusted, or it wants a
@@ -39,6 +40,14 @@ from eos.errors import ConfigError, SchemaRegistryError, SchemaRegistryUnavailab
 
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _PREFIX = "schema.registry."
+_TLS_FILES = ("ca.location", "truststore.location", "truststore.type", "certificate.location",
+              "key.location", "keystore.location", "keystore.type", "key.password")  # fmt: skip
+CLIENT_SETTINGS = frozenset(
+    {_PREFIX + "url", _PREFIX + "request.timeout.ms", "basic.auth.credentials.source",
+     "basic.auth.user.info", "normalize.schemas",
+     *(f"{_PREFIX}ssl.{name}" for name in _TLS_FILES)}
+)  # fmt: skip
+"""The settings :meth:`RegistryClient.from_settings` reads."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,9 @@ class RegistryClient:
     timeout: float = 30.0
     client_cert: bool = False
     """Whether a TLS client certificate is set (to say what to check when refused)."""
+    normalize: bool = False
+    """``normalize.schemas``: the registry normalizes each schema before registering or
+    looking it up (``?normalize=true``)."""
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
     _ids: dict[tuple[str, str], int] = field(default_factory=dict, init=False, repr=False)
 
@@ -168,7 +180,11 @@ class RegistryClient:
             ) from None
         auth, verify = _auth(props, urls), _tls(props)
         cert = any(props.get(_PREFIX + f"ssl.{n}.location") for n in ("certificate", "keystore"))
-        return cls([_bare(u) for u in urls], auth, verify, timeout, client_cert=cert)
+        normalize = str(props.get("normalize.schemas", "false")).strip().lower()
+        if normalize not in ("true", "false"):
+            raise ConfigError("normalize.schemas", normalize, "must be true or false")
+        return cls([_bare(u) for u in urls], auth, verify, timeout, client_cert=cert,
+                   normalize=normalize == "true")  # fmt: skip
 
     @property
     def http(self) -> httpx.Client:
@@ -190,8 +206,8 @@ class RegistryClient:
         """The id of ``schema`` under ``subject``, registering it if the subject lacks it."""
         key = (subject, schema.text)
         if key not in self._ids:
-            answer = self._request("POST", f"/subjects/{quote(subject, safe='')}/versions",
-                                   subject, schema.body())  # fmt: skip
+            answer = self._request("POST", f"/subjects/{quote(subject, safe='')}/versions"
+                                   f"{self._normalized}", subject, schema.body())  # fmt: skip
             self._ids[key] = int(answer["id"])
         return self._ids[key]
 
@@ -199,10 +215,14 @@ class RegistryClient:
         """The id of ``schema``, which must already be registered under ``subject``."""
         key = (subject, schema.text)
         if key not in self._ids:
-            answer = self._request("POST", f"/subjects/{quote(subject, safe='')}", subject,
-                                   schema.body())  # fmt: skip
+            answer = self._request("POST", f"/subjects/{quote(subject, safe='')}"
+                                   f"{self._normalized}", subject, schema.body())  # fmt: skip
             self._ids[key] = int(answer["id"])
         return self._ids[key]
+
+    @property
+    def _normalized(self) -> str:
+        return "?normalize=true" if self.normalize else ""
 
     def latest(self, subject: str) -> Registered:
         """The subject's latest version (its id and text)."""

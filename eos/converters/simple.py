@@ -27,6 +27,8 @@ from eos.transforms.value_text import header_bytes, parse_string
 
 
 class StringConverter(SchemaConverter):
+    SETTINGS = frozenset({"converter.encoding"})
+
     def __init__(self) -> None:
         self.encoding = "utf-8"
 

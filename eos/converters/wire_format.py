@@ -1,5 +1,7 @@
 """What the schema-registry converters share: Confluent's wire format, subject names, and
-the settings ``auto.register.schemas``, ``use.latest.version`` and
+the settings ``auto.register.schemas``, ``use.latest.version`` with
+``latest.compatibility.strict`` (values written in the subject's latest schema, each format
+saying how the record fits it: :meth:`RegistryConverter.fit`) and
 ``key.subject.name.strategy`` / ``value.subject.name.strategy``.
 
 Wire format: byte 0 (the magic byte), the schema id (4 bytes, big-endian), for Protobuf
@@ -29,7 +31,7 @@ from eos.api.schema import (
     column_values,
 )
 from eos.converters.base import Headers, SchemaConverter, flag
-from eos.converters.schema_registry import RegistryClient, RegistrySchema
+from eos.converters.schema_registry import CLIENT_SETTINGS, RegistryClient, RegistrySchema
 from eos.errors import ConfigError, DataError, SchemaRegistryError
 
 SubjectName = Callable[[str, bool, "str | None"], str]
@@ -137,6 +139,14 @@ class RegistryConverter(SchemaConverter):
     :meth:`encoder` (and may supply :meth:`encode_column` for whole blocks)."""
 
     converts_headers = False  # as Confluent's: not a HeaderConverter
+    SETTINGS = CLIENT_SETTINGS | {
+        "auto.register.schemas", "use.latest.version", "latest.compatibility.strict",
+        "normalize.schemas", "key.subject.name.strategy", "value.subject.name.strategy",
+        "max.schemas.per.subject", "latest.cache.size", "schemas.cache.config",
+        "id.compatibility.strict",
+    }  # fmt: skip
+    """The registry's and the serializer's (the last four size caches or apply only to
+    settings eos refuses: accepted, nothing to do)."""
 
     FORMAT = ""
 
@@ -144,6 +154,7 @@ class RegistryConverter(SchemaConverter):
         self.client: RegistryClient | None = None
         self.auto_register = True
         self.use_latest = False
+        self.latest_strict = True
         self.subject_name: SubjectName = _topic
         self._writers: dict[tuple[str, Schema], Writer] = {}
         self._refused: dict[tuple[str, Schema], str] = {}
@@ -158,6 +169,7 @@ class RegistryConverter(SchemaConverter):
         self.client = RegistryClient.from_settings(props)
         self.auto_register = flag(props, "auto.register.schemas", True)
         self.use_latest = flag(props, "use.latest.version", False)
+        self.latest_strict = flag(props, "latest.compatibility.strict", True)
         self.subject_name = subject_strategy(props, is_key)
         self._writers.clear()
         self._refused.clear()
@@ -183,6 +195,20 @@ class RegistryConverter(SchemaConverter):
         """The function from a Connect value to the format's bytes (``latest``: the
         subject's latest schema to write with, under ``use.latest.version``)."""
         raise NotImplementedError
+
+    def fit(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> tuple[list[str], list[str], list[str]]:
+        """How the record's schema fits the subject's latest (``use.latest.version``): the
+        latest's fields without a default the record lacks, the record's fields the latest
+        lacks, and fields the formats would write differently (Protobuf's numbers)."""
+        return [], [], []
+
+    def latest_indexes(
+        self, translated: Translated, latest: RegistrySchema
+    ) -> Sequence[int] | None:
+        """The message indexes of the record's message in the latest schema (Protobuf)."""
+        return translated.message_indexes
 
     def with_references(self, translated: Translated) -> RegistrySchema:
         """The schema to register, once what it imports is registered (Protobuf's
@@ -212,13 +238,47 @@ class RegistryConverter(SchemaConverter):
         subject = self.subject_name(topic, self.is_key, translated.record_name)
         latest = None
         if self.use_latest:
-            registered = client.latest(subject)
-            schema_id, latest = registered.schema_id, registered.schema
+            schema_id, latest = self._latest(client, subject, translated)
         else:
             register = client.register if self.auto_register else client.lookup
             schema_id = register(subject, self.with_references(translated))
-        header = wire_header(schema_id, translated.message_indexes)
+        indexes = translated.message_indexes
+        if latest is not None:
+            indexes = self.latest_indexes(translated, latest)
+        header = wire_header(schema_id, indexes)
         return Writer(header, self.encoder(translated, latest), translated)
+
+    def _latest(
+        self, client: RegistryClient, subject: str, translated: Translated
+    ) -> tuple[int, RegistrySchema]:
+        """The subject's latest schema (``use.latest.version``) if the record's values can
+        be written in it: :class:`SchemaRegistryError` naming the field that does not fit."""
+        registered = client.latest(subject)
+        latest = registered.schema
+        assert latest is not None  # a latest version comes with its text
+        if latest.schema_type != translated.registry_schema.schema_type:
+            raise SchemaRegistryError(
+                f"the latest schema of subject {subject!r} is {latest.schema_type}, not "
+                f"{self.FORMAT}: use.latest.version needs one of this converter's format"
+            )
+        lacking, unknown, moved = self.fit(translated, latest)
+        where = f"the latest schema of subject {subject!r} (version {registered.version})"
+        if moved:
+            raise SchemaRegistryError(
+                f"{where} gives field {moved[0]!r} another number or type than the record's "
+                "schema: its values cannot be written in it"
+            )
+        if self.latest_strict and lacking:
+            raise SchemaRegistryError(
+                f"{where} has field {lacking[0]!r} without a default, which the record "
+                "lacks (latest.compatibility.strict=true)"
+            )
+        if self.latest_strict and unknown:
+            raise SchemaRegistryError(
+                f"{where} has no field {unknown[0]!r}, which the record has: its values "
+                "would be lost (latest.compatibility.strict=true; false leaves them out)"
+            )
+        return registered.schema_id, latest
 
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
@@ -243,3 +303,13 @@ class RegistryConverter(SchemaConverter):
         writer = self.writer(topic, schema)
         header, encode = writer.header, writer.encode
         return [None if v is None else header + encode(v) for v in values]
+
+
+def fields_fit(
+    mine: Sequence[str], theirs: Sequence[tuple[str, bool]]
+) -> tuple[list[str], list[str], list[str]]:
+    """:meth:`RegistryConverter.fit` for formats that match fields by name: ``mine`` the
+    record's field names, ``theirs`` the latest's (name, has a default)."""
+    names = {name for name, _ in theirs}
+    lacking = [name for name, default in theirs if not default and name not in mine]
+    return lacking, [name for name in mine if name not in names], []

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
+
 from eos.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
 from eos.config.connector import (
     CONNECTOR_CONFIG,
@@ -31,8 +33,12 @@ from eos.converters import (
     make_converter,
     make_header_converter,
 )
+from eos.converters.settings import refused as refused_setting
+from eos.converters.settings import unknown as unknown_settings_of
 from eos.errors import ConfigError, PluginError
 from eos.transforms import chain_validation as transforms
+
+log = structlog.get_logger(__name__)
 
 CONVERTER_NAMES = tuple(f"{which}.converter" for which in CONVERTER_KINDS)
 
@@ -146,6 +152,10 @@ def converter_problems(props: Mapping[str, str]) -> list[Problem]:
         name = str(props.get(setting) or CONNECTOR_CONFIG.keys[setting].default)
         prefix = setting + "."
         own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
+        for key, value in own.items():
+            why = refused_setting(key, value)
+            if why is not None:
+                problems.append(Problem.of(prefix + key, value, why))
         try:
             if name not in CONVERTERS and name.lower() not in CONVERTERS:
                 found = converter_class(name)  # a user's: loaded only, never configured here
@@ -170,6 +180,12 @@ def converter_problems(props: Mapping[str, str]) -> list[Problem]:
         close = getattr(converter, "close", None)
         if callable(close):
             close()
+        for key in unknown_settings_of(type(converter), own):
+            log.warning(
+                "unknown converter setting, ignored: not a setting of this converter",
+                setting=prefix + key,
+                converter=name,
+            )
     return problems
 
 

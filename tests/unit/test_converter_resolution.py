@@ -195,3 +195,69 @@ def test_connects_header_converters_are_header_converters(name: str) -> None:
 def test_a_registry_converter_is_no_header_converter() -> None:
     with pytest.raises(PluginError, match="cannot convert headers"):
         make_header_converter(AVRO, {"schema.registry.url": REGISTRY})
+
+
+# ------------------------------------------------------------------ honoured, refused, unknown
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "says"),
+    [
+        ("connect.meta.data", "false", "only true is"),
+        ("bearer.auth.credentials.source", "STATIC_TOKEN", "basic.auth"),
+        ("latest.cache.ttl.sec", "60", "never expires"),
+        ("use.schema.id", "3", "use.latest.version"),
+    ],
+)
+def test_a_confluent_setting_eos_does_not_implement_is_refused_by_name(
+    setting: str, value: str, says: str
+) -> None:
+    props = {**BASE, "value.converter": AVRO, "value.converter.schema.registry.url": REGISTRY,
+             f"value.converter.{setting}": value}  # fmt: skip
+    problems = validate_connector(props, worker(), None)
+    (message,) = problems[f"value.converter.{setting}"]
+    assert f"eos does not support {setting}" in message
+    assert says in message
+
+
+def test_a_refused_setting_at_the_value_eos_acts_as_is_accepted() -> None:
+    props = {**BASE, "value.converter": AVRO, "value.converter.schema.registry.url": REGISTRY,
+             "value.converter.connect.meta.data": "true",
+             "value.converter.enhanced.avro.schema.support": "false"}  # fmt: skip
+    assert not any(validate_connector(props, worker(), None).values())
+
+
+def test_every_setting_eos_honours_passes_without_a_warning() -> None:
+    honoured = {
+        "auto.register.schemas": "false", "use.latest.version": "true",
+        "latest.compatibility.strict": "false", "normalize.schemas": "true",
+        "value.subject.name.strategy": "RecordNameStrategy",
+        "basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "u:p",
+        "schema.registry.request.timeout.ms": "5000",
+    }  # fmt: skip
+    props = {**BASE, "value.converter": AVRO, "value.converter.schema.registry.url": REGISTRY,
+             **{f"value.converter.{k}": v for k, v in honoured.items()}}  # fmt: skip
+    with capture_logs() as logs:
+        problems = validate_connector(props, worker(), None)
+    assert not any(problems.values())
+    assert [e for e in logs if "unknown converter setting" in e["event"]] == []
+
+
+def test_an_unknown_converter_setting_is_a_warning_naming_it() -> None:
+    props = {**BASE, "value.converter": "json", "value.converter.schemas.enabel": "true"}
+    with capture_logs() as logs:
+        problems = validate_connector(props, worker(), None)
+    assert not any(problems.values())
+    (warning,) = [e for e in logs if "unknown converter setting" in e["event"]]
+    assert (warning["log_level"], warning["setting"]) == (
+        "warning",
+        "value.converter.schemas.enabel",
+    )
+
+
+def test_an_unknown_worker_converter_setting_is_a_warning_at_start() -> None:
+    with capture_logs() as logs:
+        worker_settings({**WORKER, "key.converter": "json", "key.converter.decimal.fromat": "x"})
+    assert [e["setting"] for e in logs if "unknown converter setting" in e["event"]] == [
+        "key.converter.decimal.fromat"
+    ]
