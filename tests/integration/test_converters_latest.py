@@ -182,7 +182,9 @@ def test_a_record_field_the_latest_lacks_is_refused_when_strict_left_out_when_no
 
 def test_normalize_schemas_is_sent_to_the_registry(dev_registry: RegistryState) -> None:
     t, url = topic(), dev_registry.url
-    normalized = make_converter(AVRO, {"schema.registry.url": url, "normalize.schemas": "true"})
+    normalized: Any = make_converter(
+        AVRO, {"schema.registry.url": url, "normalize.schemas": "true"}
+    )
     _made.append(normalized)
     data = normalized.from_connect_data(t, RECORD, ROW)
     assert read_avro(url, t, data) == {"id": 7, "name": "seven"}
