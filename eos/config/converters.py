@@ -145,3 +145,18 @@ def converter_setting(
     prefix = f"{which}.converter."
     own = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
     return ConverterSetting(name, own, which == "key")
+
+
+def connector_view(props: Mapping[str, str], worker: Mapping[str, str]) -> dict[str, str]:
+    """A connector's settings as the connector itself is started with them: its own and
+    the converters in force, so that a connector that writes a converter's format itself
+    (SparkSource with ``json`` converters) sees the worker's converter; the worker's
+    secrets (``value.converter.basic.auth.user.info`` …) left out, since a connector may
+    copy its settings into task configs, which the config topic keeps."""
+    from eos.kafka.client_security import is_secret
+
+    return {
+        key: value
+        for key, value in converters_in_force(props, worker).items()
+        if key in props or not is_secret(key)
+    }

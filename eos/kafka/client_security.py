@@ -55,9 +55,11 @@ SECURITY_SETTINGS: Final = frozenset({"security.protocol"}) | _SASL | _SSL
 
 SECRET_SETTINGS: Final = frozenset(
     {"sasl.jaas.config", "sasl.password", "ssl.key.password", "ssl.password",
-     "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key"}
+     "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
+     "basic.auth.user.info", "bearer.auth.token", "bearer.auth.client.secret"}
 )  # fmt: skip
-"""Client settings whose values are secrets (Kafka's PASSWORD type)."""
+"""Settings whose values are secrets (Kafka's PASSWORD type; the last three a schema
+registry's, as converters take them)."""
 
 _JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?:required|requisite|sufficient|optional)\b")
 _OPTION = re.compile(r'([\w.]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))')

@@ -29,6 +29,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from eos.acls.denied import explain
 from eos.acls.rules import output_topics as declared_topics
 from eos.config.connector import ConnectorConfig
+from eos.config.converters import connector_view
 from eos.config.providers import ConfigProviders, task_configs_sink
 from eos.config.worker import WorkerConfig
 from eos.converters import make_converter, make_header_converter
@@ -177,7 +178,7 @@ class Supervisor:
         actor = ConnectorActor(
             name,
             connector,
-            resolved,
+            connector_view(resolved, self.settings.raw),
             config.tasks_max,
             on_task_configs=task_configs_sink(props, self.leader.submit_task_configs),
             status=partial(self._connector_status, name),

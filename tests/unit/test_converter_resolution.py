@@ -261,3 +261,25 @@ def test_an_unknown_worker_converter_setting_is_a_warning_at_start() -> None:
     assert [e["setting"] for e in logs if "unknown converter setting" in e["event"]] == [
         "key.converter.decimal.fromat"
     ]
+
+
+def test_a_connector_sees_the_converters_in_force_but_not_the_workers_secrets() -> None:
+    from eos.config.converters import connector_view
+
+    view = connector_view(
+        {**BASE, "key.converter": AVRO, "key.converter.basic.auth.user.info": "mine:own"},
+        {**AVRO_WORKER, "key.converter": "json"},
+    )
+    assert view["value.converter"] == AVRO  # SparkSource knows not to write JSON itself
+    assert view["value.converter.schema.registry.url"] == REGISTRY
+    assert "value.converter.basic.auth.user.info" not in view  # could reach task configs
+    assert view["key.converter.basic.auth.user.info"] == "mine:own"  # its own, as given
+
+
+def test_registry_credentials_are_secrets_hidden_in_rest_answers() -> None:
+    from services.rest.hidden import hidden
+
+    shown = hidden({**BASE, "value.converter.basic.auth.user.info": "u:p",
+                    "value.converter.schema.registry.ssl.key.password": "k"})  # fmt: skip
+    assert shown["value.converter.basic.auth.user.info"] == "[hidden]"
+    assert shown["value.converter.schema.registry.ssl.key.password"] == "[hidden]"
