@@ -12,7 +12,7 @@ export EOS_CACHE_DIR := $(CACHE)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: install help run stop test lint typecheck unit bench kafka dashboards kubernetes image clean clean-cache
+.PHONY: install help run stop test test-pythons lint typecheck unit bench kafka dashboards kubernetes image clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -46,8 +46,12 @@ unit: $(STAMP) ## unit tests only (no I/O)
 	$(BIN)/pytest tests/unit
 
 TEST_WORKERS ?= 2
-test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system) on TEST_WORKERS processes, with the runtime's and the converters' branch coverage
+test: $(STAMP) lint typecheck ## every test (lint, types, unit, integration, system) on TEST_WORKERS processes, with the runtime's and the converters' branch coverage; then test-pythons
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --cov=eos/runtime --cov=eos/converters --cov-branch --cov-report=term:skip-covered
+	$(BIN)/python tests/pythons.py
+
+test-pythons: $(STAMP) ## the unit suite and one integration test per subsystem on each other Python (3.11-3.13) the machine has
+	$(BIN)/python tests/pythons.py
 
 bench: $(STAMP) ## the benchmark tables under bench/
 	@for b in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TypeAlias
 
 from eos.api.records import SourceRecord
+from eos.api.values import to_connect
 
 Headers = Sequence[tuple[str, bytes | None]]
 """A record's headers; a header may have no value (None)."""
@@ -27,13 +28,19 @@ _new = object.__new__
 
 
 def copy_record(record: SourceRecord) -> Row:
-    """A new record with every field of ``record`` (a test checks it covers them all)."""
+    """A new record with every field of ``record`` (a test checks it covers them all); a
+    STRUCT key or value given as a plain ``dict`` (as the record API allows) becomes the
+    :class:`~eos.api.schema.Struct` the steps work on, as the converters read it."""
     row: Row = _new(SourceRecord)
     row.source_partition = record.source_partition
     row.source_offset = record.source_offset
     row.topic = record.topic
     row.value = record.value
     row.key = record.key
+    if type(row.value) is dict and record.value_schema is not None:
+        row.value = to_connect(record.value_schema, row.value)
+    if type(row.key) is dict and record.key_schema is not None:
+        row.key = to_connect(record.key_schema, row.key)
     row.partition = record.partition
     row.timestamp = record.timestamp
     row.headers = record.headers

@@ -18,11 +18,15 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from services.dev_registry import RegistryState
+from tests.tls_certs import CertificateAuthority, Issued
 
 _HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -206,3 +210,64 @@ class AuthProxy:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(10)
+
+
+USER = "connect"
+PASSWORD = "s3cret-Pa55:with-colon"
+"""The gateway's password (a colon in it: only the first one separates the user)."""
+
+
+@dataclass(frozen=True)
+class Gateway:
+    proxy: AuthProxy
+    ca: CertificateAuthority
+    client: Issued
+    """A client certificate the gateway's CA signed (CN ``eos-connector``)."""
+    reader: Issued
+    """Another (CN ``reader``), for confluent-kafka's client."""
+    rogue: Issued
+    """A client certificate an unrelated CA signed."""
+    other_ca: CertificateAuthority
+    registry: RegistryState
+
+    def settings(self, **extra: str) -> dict[str, str]:
+        """A converter's settings as a Connect user writes them, with ``extra`` on top."""
+        return {
+            "schema.registry.url": self.proxy.url(),
+            "basic.auth.credentials.source": "USER_INFO",
+            "basic.auth.user.info": f"{USER}:{PASSWORD}",
+            "schema.registry.ssl.ca.location": str(self.ca.cafile),
+            "schema.registry.ssl.certificate.location": str(self.client.certfile),
+            "schema.registry.ssl.key.location": str(self.client.keyfile),
+            **extra,
+        }
+
+    def url_credentials(self, password: str) -> dict[str, str]:
+        """The same settings with the credentials in the URL (source ``URL``)."""
+        settings = self.settings(**{
+            "schema.registry.url": self.proxy.url(f"{USER}:{password}@"),
+            "basic.auth.credentials.source": "URL",
+        })  # fmt: skip
+        del settings["basic.auth.user.info"]
+        return settings
+
+
+def gateway_in_front(
+    registry: RegistryState, directory: Path, max_version: ssl.TLSVersion
+) -> Iterator[Gateway]:
+    """A gateway with a CA of its own in front of ``registry`` while the caller iterates
+    (a pytest fixture yields from it)."""
+    (directory / "ca").mkdir(parents=True)
+    (directory / "other").mkdir()
+    ca = CertificateAuthority(directory / "ca", "registry gateway CA")
+    other = CertificateAuthority(directory / "other", "unrelated CA")
+    server = ca.issue("gateway")
+    proxy = AuthProxy(
+        registry.url, server_cert=server.certfile, server_key=server.keyfile,
+        client_ca=ca.cafile, user=USER, password=PASSWORD, max_version=max_version,
+    )  # fmt: skip
+    with proxy:
+        yield Gateway(
+            proxy, ca, ca.issue("eos-connector"), ca.issue("reader"), other.issue("rogue"),
+            other, registry,
+        )  # fmt: skip

@@ -573,3 +573,32 @@ class HealingTask(SourceTask):
 
     async def stop(self) -> None:
         pass
+
+
+class TypedHeaderSource(OneTaskSource):
+    """``count`` records (10) at once, then nothing: key ``n`` (an int), value ``v<n>``,
+    and headers given as Connect values, for ``header.converter``: ``n`` (the int),
+    ``tags`` (a list) and ``raw`` (bytes, written as they are)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return TypedHeaderTask
+
+
+class TypedHeaderTask(SourceTask):
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        self.topic, self.count = config["topic"], int(config.get("count", "10"))
+        self.done = await context.offset_reader.offset({"typed": "headers"}) is not None
+
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
+        if self.done:
+            await anyio.sleep(0.1)
+            return None
+        self.done = True
+        return [
+            SourceRecord({"typed": "headers"}, {"n": n}, self.topic, f"v{n}", n,
+                         headers=[("n", n), ("tags", ["a", "b"]), ("raw", b"\x01")])
+            for n in range(self.count)
+        ]  # fmt: skip
+
+    async def stop(self) -> None:
+        pass

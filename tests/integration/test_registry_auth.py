@@ -13,8 +13,6 @@ import logging
 import ssl
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,16 +25,12 @@ from eos.api.schema import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA
 from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError
 from services.dev_registry import RegistryState
-from tests.integration.auth_proxy import AuthProxy
+from tests.integration.auth_proxy import PASSWORD, USER, Gateway, gateway_in_front
 from tests.integration.registry_readers import TOPIC_SUBJECTS, context, schema_id
-from tests.tls_certs import CertificateAuthority, Issued
 
 pytestmark = pytest.mark.integration
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
-USER = "connect"
-PASSWORD = "s3cret-Pa55:with-colon"
-"""The gateway's password (a colon in it: only the first one separates the user)."""
 WRONG = "wr0ng-Pa55word"
 KEY_PASSWORD = "k3y-pa55phrase"
 
@@ -46,66 +40,12 @@ ORDER = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Gateway:
-    proxy: AuthProxy
-    ca: CertificateAuthority
-    client: Issued
-    """A client certificate the gateway's CA signed (CN ``eos-connector``)."""
-    reader: Issued
-    """Another (CN ``reader``), for confluent-kafka's client."""
-    rogue: Issued
-    """A client certificate an unrelated CA signed."""
-    other_ca: CertificateAuthority
-    registry: RegistryState
-
-    def settings(self, **extra: str) -> dict[str, str]:
-        """A converter's settings as a Connect user writes them, with ``extra`` on top."""
-        return {
-            "schema.registry.url": self.proxy.url(),
-            "basic.auth.credentials.source": "USER_INFO",
-            "basic.auth.user.info": f"{USER}:{PASSWORD}",
-            "schema.registry.ssl.ca.location": str(self.ca.cafile),
-            "schema.registry.ssl.certificate.location": str(self.client.certfile),
-            "schema.registry.ssl.key.location": str(self.client.keyfile),
-            **extra,
-        }
-
-    def url_credentials(self, password: str) -> dict[str, str]:
-        """The same settings with the credentials in the URL (source ``URL``)."""
-        settings = self.settings(**{
-            "schema.registry.url": self.proxy.url(f"{USER}:{password}@"),
-            "basic.auth.credentials.source": "URL",
-        })  # fmt: skip
-        del settings["basic.auth.user.info"]
-        return settings
-
-
-def _gateway(
-    registry: RegistryState, directory: Path, max_version: ssl.TLSVersion
-) -> Iterator[Gateway]:
-    (directory / "ca").mkdir(parents=True)
-    (directory / "other").mkdir()
-    ca = CertificateAuthority(directory / "ca", "registry gateway CA")
-    other = CertificateAuthority(directory / "other", "unrelated CA")
-    server = ca.issue("gateway")
-    proxy = AuthProxy(
-        registry.url, server_cert=server.certfile, server_key=server.keyfile,
-        client_ca=ca.cafile, user=USER, password=PASSWORD, max_version=max_version,
-    )  # fmt: skip
-    with proxy:
-        yield Gateway(
-            proxy, ca, ca.issue("eos-connector"), ca.issue("reader"), other.issue("rogue"),
-            other, registry,
-        )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def gateway(
     dev_registry: RegistryState, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Gateway]:
     """The gateway in front of the session's registry (TLS 1.3, the default)."""
-    yield from _gateway(
+    yield from gateway_in_front(
         dev_registry, tmp_path_factory.mktemp("gateway"), ssl.TLSVersion.MAXIMUM_SUPPORTED
     )
 
@@ -267,7 +207,9 @@ def tls12_gateway(
 ) -> Iterator[Gateway]:
     """The same gateway on TLS 1.2, where a missing certificate fails the handshake itself
     (on TLS 1.3 the client hears of it on its first read)."""
-    yield from _gateway(dev_registry, tmp_path_factory.mktemp("gateway12"), ssl.TLSVersion.TLSv1_2)
+    yield from gateway_in_front(
+        dev_registry, tmp_path_factory.mktemp("gateway12"), ssl.TLSVersion.TLSv1_2
+    )
 
 
 @pytest.mark.parametrize("tls", ["TLS 1.3", "TLS 1.2"])

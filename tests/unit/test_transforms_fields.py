@@ -177,8 +177,19 @@ def test_insert_field_needs_a_map_or_struct() -> None:
     )
     with pytest.raises(TransformError, match=r"Only Struct objects supported for \[field "):
         one("InsertField$Value", static_field="s", static_value="v").apply(
-            record({"a": 1}, value_schema=struct_schema(("a", INT32_SCHEMA)))
+            record([1], value_schema=struct_schema(("a", INT32_SCHEMA)))
         )
+
+
+def test_a_struct_given_as_a_dict_is_a_struct_to_the_transforms() -> None:
+    """The record API lets a STRUCT value be a plain dict (VerifiableSource's are): the
+    chain reads it as the Struct the converters would, as Connect's transforms need."""
+    schema = struct_schema(("a", INT32_SCHEMA))
+    out = one("InsertField$Value", static_field="s", static_value="v").apply(
+        record({"a": 1}, value_schema=schema)
+    )
+    assert out is not None
+    assert (out.value.get("a"), out.value.get("s")) == (1, "v")
 
 
 # ----------------------------------------------------------------- ReplaceField
