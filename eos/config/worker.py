@@ -81,6 +81,22 @@ WORKER_PREFIXES: Final = (
 IGNORED_WORKER_SETTINGS: Final = ("producer.transactional.id", "consumer.isolation.level")
 """Client settings eos sets itself; a value given for them is ignored with a warning."""
 
+CONNECT_ONLY_SETTINGS: Final = {
+    "plugin.path": "eos finds connectors, transforms and converters by entry point or "
+    "class path (docs/connectors.md)",
+    "plugin.discovery": "eos finds plugins by entry point or class path",
+    "topic.creation.enable": "eos does not create a connector's output topics: create them "
+    "first (Kafka's auto.create.topics.enable also works)",
+    "metric.reporters": "eos exports its metrics to Prometheus (docs/monitoring.md)",
+    "admin.listeners": "eos serves /admin/loggers on its REST listeners",
+}
+"""Kafka Connect worker settings that mean nothing to eos: each ignored with one warning
+saying what eos does instead."""
+
+OVERRIDE_POLICY: Final = "connector.client.config.override.policy"
+"""Connect's client override policy: eos allows every override (``All``, Connect's
+default since 3.0); ``None`` or ``Principal`` would be a promise eos does not keep."""
+
 # Settings of an internal topic's own that are not passed through as topic configs.
 _TOPIC_OWN = ("topic", "replication.factor", "partitions", "cleanup.policy")
 _INTERNAL_TOPICS = ("config.storage.topic", "offset.storage.topic", "status.storage.topic")
@@ -189,6 +205,14 @@ def _check_consistency(values: Mapping[str, Any], props: Mapping[str, str]) -> N
         raise ConfigError(
             "heartbeat.interval.ms", heartbeat, f"must be below session.timeout.ms={session}"
         )
+    policy = props.get(OVERRIDE_POLICY)
+    if policy is not None and policy.strip().lower() != "all":
+        raise ConfigError(
+            OVERRIDE_POLICY,
+            policy,
+            "eos allows every client override a connector sets (All, Connect's default): "
+            "remove the setting or set it to All",
+        )
     timeout = "producer.transaction.timeout.ms"
     if timeout in props:
         ConfigKey(timeout, Type.INT, validator=Range(at_least=1)).parse(props[timeout])
@@ -212,7 +236,11 @@ def _warn_about_ignored(props: Mapping[str, str], reserved: tuple[str, ...]) -> 
             setting="config.storage.partitions",
         )
     for key in WORKER_CONFIG.unknown(props, WORKER_PREFIXES + reserved):
-        if not is_client_setting(key):
+        if key in CONNECT_ONLY_SETTINGS:
+            log.warning(
+                "Kafka Connect setting, ignored", setting=key, instead=CONNECT_ONLY_SETTINGS[key]
+            )
+        elif key != OVERRIDE_POLICY and not is_client_setting(key):
             log.warning("unknown worker setting, ignored", setting=key)
 
 

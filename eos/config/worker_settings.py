@@ -56,9 +56,15 @@ class ReplicationFactor:
 
 
 LISTENER: Final = re.compile(
-    r"(?P<scheme>https?)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*):(?P<port>[0-9]{1,5})/?"
+    r"(?P<scheme>[Hh][Tt][Tt][Pp][Ss]?)://"
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*):(?P<port>[0-9]{1,5})/?"
 )
-"""One REST listener, ``http(s)://HOST:PORT``."""
+"""One REST listener, ``http(s)://HOST:PORT`` (the scheme in any case, as Connect takes
+``HTTP://:8083``)."""
+
+
+def _lower_schemes(listeners: list[str]) -> list[str]:
+    return [re.sub(r"^[A-Za-z]+", lambda m: m[0].lower(), x) for x in listeners]
 
 
 class Listeners:
@@ -408,6 +414,7 @@ class WorkerSettings:
         "REST API listeners as comma-separated http://HOST:PORT or https://HOST:PORT (TLS: "
         "listeners.https.ssl.*); the first one is advertised.",
         "rest",
+        convert=_lower_schemes,
     )
     advertised_host: str | None = setting(
         "rest.advertised.host.name",

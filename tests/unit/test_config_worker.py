@@ -324,3 +324,26 @@ def test_package_exports() -> None:
         "worker_settings",
     }
     assert public - submodules == expected
+
+
+def test_connects_own_listener_form_is_taken() -> None:
+    """Connect's sample file writes ``listeners=HTTP://:8083`` (any case, no host)."""
+    config = worker(listeners="HTTP://:8083,HTTPS://[::1]:8443")
+    assert config.listeners == ["http://:8083", "https://[::1]:8443"]
+    assert config.rest_url.startswith("http://")
+
+
+def test_connect_only_settings_are_one_warning_saying_what_eos_does_instead() -> None:
+    with capture_logs() as logs:
+        worker(**{"plugin.path": "/usr/share/java", "topic.creation.enable": "true",
+                  "connector.client.config.override.policy": "All"})  # fmt: skip
+    found = {e["setting"]: e for e in logs if e["log_level"] == "warning"}
+    assert set(found) == {"plugin.path", "topic.creation.enable"}
+    assert found["plugin.path"]["event"] == "Kafka Connect setting, ignored"
+    assert "entry point" in found["plugin.path"]["instead"]
+
+
+@pytest.mark.parametrize("policy", ["None", "Principal"])
+def test_an_override_policy_eos_does_not_keep_is_refused(policy: str) -> None:
+    with pytest.raises(ConfigError, match=r"connector\.client\.config\.override\.policy.*All"):
+        worker(**{"connector.client.config.override.policy": policy})
