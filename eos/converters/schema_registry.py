@@ -11,6 +11,8 @@ Settings (``key.converter.*`` / ``value.converter.*``, Confluent's names):
 - ``basic.auth.credentials.source``: ``USER_INFO`` (``basic.auth.user.info`` =
   ``user:password``) or ``URL`` (the credentials in the URL's ``user:password@``, also
   taken when neither setting is given); requests go to the URLs without them.
+- ``bearer.auth.credentials.source``: ``STATIC_TOKEN`` or ``OAUTHBEARER``
+  (:mod:`eos.converters.bearer_auth`), instead of basic credentials.
 - TLS: an ``https://`` URL verifies the registry against the system's CAs, or the PEM file
   ``schema.registry.ssl.ca.location`` (also ``schema.registry.ssl.truststore.location``
   with ``schema.registry.ssl.truststore.type=PEM``); a client certificate from
@@ -36,6 +38,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
+from eos.converters.bearer_auth import SETTINGS as BEARER_SETTINGS
+from eos.converters.bearer_auth import SOURCE as BEARER_SOURCE
+from eos.converters.bearer_auth import bearer_auth
 from eos.errors import ConfigError, SchemaRegistryError, SchemaRegistryUnavailable
 
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -44,7 +49,7 @@ _TLS_FILES = ("ca.location", "truststore.location", "truststore.type", "certific
               "key.location", "keystore.location", "keystore.type", "key.password")  # fmt: skip
 CLIENT_SETTINGS = frozenset(
     {_PREFIX + "url", _PREFIX + "request.timeout.ms", "basic.auth.credentials.source",
-     "basic.auth.user.info", "normalize.schemas",
+     "basic.auth.user.info", "normalize.schemas", *BEARER_SETTINGS,
      *(f"{_PREFIX}ssl.{name}" for name in _TLS_FILES)}
 )  # fmt: skip
 """The settings :meth:`RegistryClient.from_settings` reads."""
@@ -143,11 +148,13 @@ def _tls_refusal(url: str, exc: Exception, client_cert: bool) -> SchemaRegistryE
 @dataclass
 class RegistryClient:
     urls: list[str]
-    auth: tuple[str, str] | None = None
+    auth: httpx.Auth | tuple[str, str] | None = None
     verify: ssl.SSLContext | bool = True
     timeout: float = 30.0
     client_cert: bool = False
     """Whether a TLS client certificate is set (to say what to check when refused)."""
+    credentials: str = "basic.auth.credentials.source and basic.auth.user.info"
+    """The settings a 401 or 403 says to check."""
     normalize: bool = False
     """``normalize.schemas``: the registry normalizes each schema before registering or
     looking it up (``?normalize=true``)."""
@@ -178,13 +185,23 @@ class RegistryClient:
             raise ConfigError(
                 _PREFIX + "request.timeout.ms", timeout_ms, "must be an integer"
             ) from None
-        auth, verify = _auth(props, urls), _tls(props)
+        auth: httpx.Auth | tuple[str, str] | None = _auth(props, urls)
+        credentials = cls.credentials
+        bearer = bearer_auth(props, timeout)
+        if bearer is not None:
+            if auth is not None:
+                raise ConfigError(
+                    BEARER_SOURCE, props[BEARER_SOURCE],
+                    "set either basic.auth.* or bearer.auth.* credentials, not both",
+                )  # fmt: skip
+            auth, credentials = bearer, bearer.hint  # type: ignore[attr-defined]
+        verify = _tls(props)
         cert = any(props.get(_PREFIX + f"ssl.{n}.location") for n in ("certificate", "keystore"))
         normalize = str(props.get("normalize.schemas", "false")).strip().lower()
         if normalize not in ("true", "false"):
             raise ConfigError("normalize.schemas", normalize, "must be true or false")
         return cls([_bare(u) for u in urls], auth, verify, timeout, client_cert=cert,
-                   normalize=normalize == "true")  # fmt: skip
+                   credentials=credentials, normalize=normalize == "true")  # fmt: skip
 
     @property
     def http(self) -> httpx.Client:
@@ -252,7 +269,7 @@ class RegistryClient:
         if answer.status_code in (401, 403):
             raise SchemaRegistryError(
                 f"schema registry {_shown(url)} answered {answer.status_code}: check "
-                "basic.auth.credentials.source and basic.auth.user.info"
+                f"{self.credentials}"
             )
 
     # ---- transport
@@ -320,7 +337,7 @@ class RegistryClient:
         if answer.status_code in (401, 403):
             return SchemaRegistryError(
                 f"{where} answered {answer.status_code} for subject {subject!r}: check "
-                "basic.auth.credentials.source and basic.auth.user.info"
+                f"{self.credentials}"
             )
         if answer.status_code == 404 and body is not None and "/versions" not in str(answer.url):
             return SchemaRegistryError(

@@ -27,16 +27,6 @@ class Unsupported:
 
 _NOT_CACHED = "eos caches per task and never expires a cached schema"
 UNSUPPORTED: Final[Mapping[str, Unsupported]] = {
-    "bearer.auth.credentials.source": Unsupported(
-        (), "eos authenticates to the registry with basic.auth.* or a TLS client certificate"
-    ),
-    "bearer.auth.token": Unsupported((), "use basic.auth.* or a TLS client certificate"),
-    "bearer.auth.issuer.endpoint.url": Unsupported((), "use basic.auth.*"),
-    "bearer.auth.client.id": Unsupported((), "use basic.auth.*"),
-    "bearer.auth.client.secret": Unsupported((), "use basic.auth.*"),
-    "bearer.auth.scope": Unsupported((), "use basic.auth.*"),
-    "bearer.auth.logical.cluster": Unsupported((), "use basic.auth.*"),
-    "bearer.auth.identity.pool.id": Unsupported((), "use basic.auth.*"),
     "connect.meta.data": Unsupported(
         ("true",), "eos always writes Connect's metadata (connect.name, connect.version …)"
     ),

@@ -204,7 +204,7 @@ def test_a_registry_converter_is_no_header_converter() -> None:
     ("setting", "value", "says"),
     [
         ("connect.meta.data", "false", "only true is"),
-        ("bearer.auth.credentials.source", "STATIC_TOKEN", "basic.auth"),
+        ("context.name.strategy", "MyStrategy", "schema.registry.url"),
         ("latest.cache.ttl.sec", "60", "never expires"),
         ("use.schema.id", "3", "use.latest.version"),
     ],
