@@ -339,6 +339,14 @@ class RegistryClient:
                 f"{where} answered {answer.status_code} for subject {subject!r}: check "
                 f"{self.credentials}"
             )
+        code = detail.get("error_code") if isinstance(detail, dict) else None
+        if answer.status_code == 404 and not (isinstance(code, int) and 40400 < code < 40500):
+            return SchemaRegistryError(
+                f"{where} has no Confluent-compatible API at this URL (404 for "
+                f"{answer.url.path}): point schema.registry.url at it, for Apicurio Registry "
+                "http://HOST:PORT/apis/ccompat/v7 (not its own /apis/registry/ API), for "
+                "Confluent's and Karapace's the server's root"
+            )
         if answer.status_code == 404 and body is not None and "/versions" not in str(answer.url):
             return SchemaRegistryError(
                 f"{where}: the schema is not registered under subject {subject!r} "

@@ -293,3 +293,15 @@ def test_a_blocks_arrow_column_is_written_in_its_rows_bytes(
     assert (msg.HasField("id"), dict(msg.m), list(msg.tags)) == (True, {"b": 2, "c": 0}, ["x"])
     assert (msg.st.a, msg.st.HasField("o"), msg.dec.scale) == (5, False, 2)
     assert msg.ts.ToDatetime(tzinfo=UTC) == datetime.datetime(2024, 2, 29, 12, 1, 2, 345000, UTC)
+
+
+@pytest.mark.parametrize("api", ["/apis/registry/v3", "/apis/registry/v2", ""])
+def test_a_url_that_is_not_the_confluent_compatible_api_is_named_so(
+    dev_registry: RegistryState, api: str
+) -> None:
+    """Apicurio's own API (or its root) where a user might point schema.registry.url."""
+    url = dev_registry.url.replace("/apis/ccompat/v7", api)
+    with pytest.raises(SchemaRegistryError) as wrong:
+        converter(AVRO, url).from_connect_data(topic(), STRING_SCHEMA, "x")
+    assert "has no Confluent-compatible API at this URL" in str(wrong.value)
+    assert "/apis/ccompat/v7" in str(wrong.value)
