@@ -9,7 +9,9 @@ certificate). Three connector files:
 - ``overrides``: its own ``value.converter`` (Connect's JsonConverter without schemas) and
   an SMT chain (InsertField, ReplaceField): JSON, the worker's registry settings unused;
 - ``headers``: ``key.converter=…LongConverter`` and ``header.converter=…JsonConverter``,
-  its task giving keys and header values as Connect values.
+  its task giving keys and header values as Connect values;
+- ``protobuf`` and ``jsonschema``: Confluent's Protobuf and JSON Schema converters of
+  their own, with the registry settings each needs (nothing mixes in from the worker's).
 
 Read back ``read_committed`` by confluent-kafka (a client eos does not use to verify
 itself): the Avro with its ``AvroDeserializer`` through the same gateway, the subjects in
@@ -42,13 +44,21 @@ from services.dev_registry import RegistryState
 from tests.conftest import TopicFactory
 from tests.connect_java import connect_classpath, run_java
 from tests.integration.auth_proxy import PASSWORD, USER, Gateway, gateway_in_front
-from tests.integration.registry_readers import TOPIC_SUBJECTS, context
+from tests.integration.registry_readers import (
+    TOPIC_SUBJECTS,
+    context,
+    protobuf_class,
+    protobuf_reader,
+    read_json,
+)
 from tests.integration.worker_harness import REPO, WorkerProcess, worker_props, write_properties
 
 pytestmark = [pytest.mark.system, pytest.mark.integration, pytest.mark.timeout(300)]
 
 RECORDS = 40
 AVRO = "io.confluent.connect.avro.AvroConverter"
+PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
+JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"
 
 
 @pytest.fixture(scope="module")
@@ -60,18 +70,26 @@ def gateway(
     )
 
 
-def connect_worker_file(bootstrap: str, group: str, gateway: Gateway, password: str) -> dict:
-    """A worker.properties as Confluent's documentation writes one for Avro values."""
+def registry_settings(converter: str, gateway: Gateway, password: str) -> dict[str, str]:
+    """``value.converter`` and its registry settings, as Confluent's documentation writes
+    them for a registry behind TLS with Basic credentials."""
     return {
-        **worker_props(bootstrap, group),
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": AVRO,
+        "value.converter": converter,
         "value.converter.schema.registry.url": gateway.proxy.url(),
         "value.converter.basic.auth.credentials.source": "USER_INFO",
         "value.converter.basic.auth.user.info": f"{USER}:{password}",
         "value.converter.schema.registry.ssl.ca.location": str(gateway.ca.cafile),
         "value.converter.schema.registry.ssl.certificate.location": str(gateway.client.certfile),
         "value.converter.schema.registry.ssl.key.location": str(gateway.client.keyfile),
+    }
+
+
+def connect_worker_file(bootstrap: str, group: str, gateway: Gateway, password: str) -> dict:
+    """A worker.properties as Confluent's documentation writes one for Avro values."""
+    return {
+        **worker_props(bootstrap, group),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        **registry_settings(AVRO, gateway, password),
     }
 
 
@@ -133,6 +151,7 @@ def committed(bootstrap: str, topic: str, count: int, timeout: float = 120) -> l
 
 async def test_a_connect_deployments_files_run_unchanged(
     bootstrap: str,
+    dev_registry: RegistryState,
     topic_factory: TopicFactory,
     unique_name: Callable[[str], str],
     gateway: Gateway,
@@ -141,15 +160,20 @@ async def test_a_connect_deployments_files_run_unchanged(
     inherits, overrides, headers = (await topic_factory(), await topic_factory(),
                                     await topic_factory())  # fmt: skip
     props = connect_worker_file(bootstrap, unique_name("g"), gateway, PASSWORD)
-    connectors = [verifiable("inherits", inherits), overriding(overrides), typed_headers(headers)]
+    protobuf, jsonschema = await topic_factory(), await topic_factory()
+    connectors = [
+        verifiable("inherits", inherits), overriding(overrides), typed_headers(headers),
+        verifiable("protobuf", protobuf, **registry_settings(PROTOBUF, gateway, PASSWORD)),
+        verifiable("jsonschema", jsonschema, **registry_settings(JSON_SCHEMA, gateway, PASSWORD)),
+    ]  # fmt: skip
     worker = WorkerProcess(tmp_path, props, connectors)
     worker.start()
     try:
-        for name in ("inherits", "overrides", "headers"):
-            await anyio.to_thread.run_sync(worker.wait_running, name, 1, 120)
-        avro, plain, typed = [
+        for props in connectors:
+            await anyio.to_thread.run_sync(worker.wait_running, props["name"], 1, 120)
+        avro, plain, typed, protos, jsons = [
             await anyio.to_thread.run_sync(committed, bootstrap, topic, RECORDS)
-            for topic in (inherits, overrides, headers)
+            for topic in (inherits, overrides, headers, protobuf, jsonschema)
         ]
         async with httpx.AsyncClient(base_url=worker.rest_url) as http:
             config = (await http.get("/connectors/inherits/config")).json()
@@ -168,7 +192,13 @@ async def test_a_connect_deployments_files_run_unchanged(
         subjects = reader.get_subjects()
     assert sorted(v["seqno"] for v in values) == list(range(RECORDS))
     assert {m.key() for m in avro} == {b"0-0"}  # StringConverter: the partition id as text
-    assert f"{inherits}-value" in subjects
+    assert {f"{inherits}-value", f"{protobuf}-value", f"{jsonschema}-value"} <= set(subjects)
+    url = dev_registry.url  # the registry itself, for the readers
+    read = protobuf_reader(protobuf_class(url, raw(protos[0].value()), "Record", tmp_path))
+    messages = [read(raw(m.value()), context(protobuf)) for m in protos]
+    assert sorted(m.seqno for m in messages) == list(range(RECORDS))
+    documents = [read_json(url, jsonschema, raw(m.value())) for m in jsons]
+    assert sorted(d["seqno"] for d in documents) == list(range(RECORDS))
 
     objects = [json.loads(raw(m.value())) for m in plain]
     assert sorted(o["sequence"] for o in objects) == list(range(RECORDS))
