@@ -8,9 +8,11 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,7 @@ from eos.kafka.admin import ensure_topic
 from services.dev_kafka import ClusterState, DevKafka
 from services.dev_registry import DevRegistry, RegistryState
 from tests import prebuild
+from tests.integration.auth_proxy import Gateway, gateway_in_front
 from tests.integration.secured import Secured, start_secured
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,6 +99,28 @@ def dev_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryS
 
 
 _registries: list[DevRegistry] = []
+
+
+made_converters: list[Any] = []
+"""Converters a test made (their HTTP connections to a registry): each closed after it."""
+
+
+@pytest.fixture(autouse=True)
+def _close_made_converters() -> Iterator[None]:
+    yield
+    while made_converters:
+        made_converters.pop().close()
+
+
+@pytest.fixture(scope="session")
+def registry_gateway(
+    dev_registry: RegistryState, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateway]:
+    """An HTTPS gateway with Basic credentials and client certificates in front of the
+    session's registry (tests/integration/auth_proxy.py; TLS 1.3)."""
+    yield from gateway_in_front(
+        dev_registry, tmp_path_factory.mktemp("gateway"), ssl.TLSVersion.MAXIMUM_SUPPORTED
+    )
 
 
 def self_signed_certificate(directory: Path, host: str) -> tuple[Path, Path]:

@@ -26,7 +26,16 @@ from eos.errors import ConfigError, DataError
 from eos.transforms.value_text import header_bytes, parse_string
 
 
-class StringConverter(SchemaConverter):
+class _SchemaBlind(SchemaConverter):
+    """A converter that writes a value the same whatever its schema says."""
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
+    ) -> bytes | None:
+        return self.convert(topic, value)
+
+
+class StringConverter(_SchemaBlind):
     SETTINGS = frozenset({"converter.encoding"})
 
     def __init__(self) -> None:
@@ -39,11 +48,6 @@ class StringConverter(SchemaConverter):
             self.encoding = codecs.lookup(encoding).name
         except LookupError:
             raise ConfigError("converter.encoding", encoding, "must be a known encoding") from None
-
-    def from_connect_data(
-        self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
-    ) -> bytes | None:
-        return self.convert(topic, value)
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         if value is None:
@@ -78,18 +82,13 @@ class BytesConverter(SchemaConverter):
         raise DataError(f"the bytes converter needs bytes, got {type(value).__name__}")
 
 
-class NumberConverter(SchemaConverter):
+class NumberConverter(_SchemaBlind):
     """One of Connect's number converters: a value of one Java type in Kafka's serializer
     layout (:attr:`layout`, big-endian ``struct`` format)."""
 
     layout: ClassVar[str]
     java_type: ClassVar[str]
     schema_type: ClassVar[SchemaType]
-
-    def from_connect_data(
-        self, topic: str, schema: Schema | None, value: Any, headers: Headers | None = None
-    ) -> bytes | None:
-        return self.convert(topic, value)
 
     def convert(self, topic: str, value: Any) -> bytes | None:
         if value is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from eos.api.schema import INT32_SCHEMA, STRING_SCHEMA
 from eos.converters import make_converter
 from eos.errors import SchemaRegistryError
 from services.dev_registry import RegistryState
+from tests.conftest import made_converters
 from tests.integration.registry_readers import read_avro, read_json, read_protobuf, schema_id
 
 pytestmark = pytest.mark.integration
@@ -34,20 +34,11 @@ RECORD = (
 ROW = Struct(RECORD, {"id": 7, "name": "seven"})
 CONTENT = "application/vnd.schemaregistry.v1+json"
 
-_made: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_converters() -> Iterator[None]:
-    yield
-    while _made:
-        _made.pop().close()
-
 
 def latest_converter(name: str, url: str, **settings: str) -> Any:
     made = make_converter(name, {"schema.registry.url": url, "auto.register.schemas": "false",
                                  "use.latest.version": "true", **settings})  # fmt: skip
-    _made.append(made)
+    made_converters.append(made)
     return made
 
 
@@ -185,7 +176,7 @@ def test_normalize_schemas_is_sent_to_the_registry(dev_registry: RegistryState) 
     normalized: Any = make_converter(
         AVRO, {"schema.registry.url": url, "normalize.schemas": "true"}
     )
-    _made.append(normalized)
+    made_converters.append(normalized)
     data = normalized.from_connect_data(t, RECORD, ROW)
     assert read_avro(url, t, data) == {"id": 7, "name": "seven"}
     assert normalized.client.normalize is True

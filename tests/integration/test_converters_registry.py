@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError, SchemaRegistryUnavailable
 from services.dev_kafka import free_ports
 from services.dev_registry import RegistryState
+from tests.conftest import made_converters
 from tests.integration.registry_readers import read_avro, read_json, read_protobuf, schema_id
 
 pytestmark = pytest.mark.integration
@@ -72,16 +73,6 @@ VALUES: dict[str, Any] = {
 ROW = Struct(ALL, VALUES)
 
 
-_made: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_converters() -> Iterator[None]:
-    yield
-    while _made:
-        _made.pop().close()
-
-
 def topic() -> str:
     return f"formats-{uuid.uuid4().hex[:8]}"
 
@@ -90,7 +81,7 @@ def converter(
     name: str, url: str, settings: Mapping[str, str] | None = None, *, key: bool = False
 ) -> Any:
     made = make_converter(name, {"schema.registry.url": url, **(settings or {})}, key)
-    _made.append(made)
+    made_converters.append(made)
     return made
 
 

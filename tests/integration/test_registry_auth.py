@@ -25,6 +25,7 @@ from eos.api.schema import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA
 from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError
 from services.dev_registry import RegistryState
+from tests.conftest import made_converters
 from tests.integration.auth_proxy import PASSWORD, USER, Gateway, gateway_in_front
 from tests.integration.registry_readers import TOPIC_SUBJECTS, context, schema_id
 
@@ -40,14 +41,10 @@ ORDER = (
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    dev_registry: RegistryState, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Gateway]:
-    """The gateway in front of the session's registry (TLS 1.3, the default)."""
-    yield from gateway_in_front(
-        dev_registry, tmp_path_factory.mktemp("gateway"), ssl.TLSVersion.MAXIMUM_SUPPORTED
-    )
+@pytest.fixture(scope="session")
+def gateway(registry_gateway: Gateway) -> Gateway:
+    """The session's gateway in front of the registry (tests/conftest.py)."""
+    return registry_gateway
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +60,9 @@ def reader(gateway: Gateway) -> Iterator[SchemaRegistryClient]:
         yield client
 
 
-_made: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_converters() -> Iterator[None]:
-    yield
-    while _made:
-        _made.pop().close()
-
-
 def converter(settings: Mapping[str, str], *, key: bool = False) -> Any:
     made = make_converter(AVRO, settings, key)
-    _made.append(made)
+    made_converters.append(made)
     return made
 
 

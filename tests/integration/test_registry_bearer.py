@@ -25,6 +25,7 @@ from eos.api.schema import STRING_SCHEMA
 from eos.converters import make_converter
 from eos.errors import ConfigError, SchemaRegistryError
 from services.dev_registry import RegistryState
+from tests.conftest import made_converters
 from tests.integration.registry_readers import read_avro
 
 pytestmark = pytest.mark.integration
@@ -125,19 +126,9 @@ def gateway(dev_registry: RegistryState) -> Iterator[BearerGateway]:
         yield running
 
 
-_made: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_converters() -> Iterator[None]:
-    yield
-    while _made:
-        _made.pop().close()
-
-
 def converter(gateway: BearerGateway, **settings: str) -> Any:
     made = make_converter(AVRO, {"schema.registry.url": gateway.url, **settings})
-    _made.append(made)
+    made_converters.append(made)
     return made
 
 

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from services.dev_registry import RegistryState
 from tests.conftest import TopicFactory
 from tests.connect_java import connect_classpath, run_java
-from tests.integration.auth_proxy import PASSWORD, USER, Gateway, gateway_in_front
+from tests.integration.auth_proxy import PASSWORD, USER, Gateway
 from tests.integration.registry_readers import (
     TOPIC_SUBJECTS,
     context,
@@ -61,13 +60,10 @@ PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
 JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    dev_registry: RegistryState, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Gateway]:
-    yield from gateway_in_front(
-        dev_registry, tmp_path_factory.mktemp("gateway"), ssl.TLSVersion.MAXIMUM_SUPPORTED
-    )
+@pytest.fixture(scope="session")
+def gateway(registry_gateway: Gateway) -> Gateway:
+    """The session's gateway in front of the registry (tests/conftest.py)."""
+    return registry_gateway
 
 
 def registry_settings(converter: str, gateway: Gateway, password: str) -> dict[str, str]:
