@@ -177,6 +177,8 @@ def test_normalize_schemas_is_sent_to_the_registry(dev_registry: RegistryState) 
         AVRO, {"schema.registry.url": url, "normalize.schemas": "true"}
     )
     made_converters.append(normalized)
+    sent: list[str] = []
+    normalized.client.http.event_hooks["request"].append(lambda r: sent.append(str(r.url)))
     data = normalized.from_connect_data(t, RECORD, ROW)
     assert read_avro(url, t, data) == {"id": 7, "name": "seven"}
-    assert normalized.client.normalize is True
+    assert sent == [f"{url}/subjects/{t}-value/versions?normalize=true"]

@@ -6,8 +6,9 @@ an authenticating HTTPS gateway in front of the registry (Basic credentials and 
 certificate). Three connector files:
 
 - ``inherits``: names no converter: its values are Avro, its keys strings (the worker's);
-- ``overrides``: its own ``value.converter`` (Connect's JsonConverter without schemas) and
-  an SMT chain (InsertField, ReplaceField): JSON, the worker's registry settings unused;
+- ``overrides``: its own ``value.converter`` (Connect's JsonConverter with schemas) and an
+  SMT chain (InsertField, ReplaceField): JSON, the worker's registry settings unused, read
+  back by Kafka's own JsonConverter;
 - ``headers``: ``key.converter=…LongConverter`` and ``header.converter=…JsonConverter``,
   its task giving keys and header values as Connect values;
 - ``protobuf`` and ``jsonschema``: Confluent's Protobuf and JSON Schema converters of
@@ -97,7 +98,7 @@ def verifiable(name: str, topic: str, **settings: str) -> dict[str, str]:
 
 OVERRIDES = {
     "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "value.converter.schemas.enable": "false",
+    "value.converter.schemas.enable": "true",
     "transforms": "origin,rename",
     "transforms.origin.type": "org.apache.kafka.connect.transforms.InsertField$Value",
     "transforms.origin.static.field": "origin",
@@ -196,7 +197,13 @@ async def test_a_connect_deployments_files_run_unchanged(
     documents = [read_json(url, jsonschema, raw(m.value())) for m in jsons]
     assert sorted(d["seqno"] for d in documents) == list(range(RECORDS))
 
-    objects = [json.loads(raw(m.value())) for m in plain]
+    envelopes = [raw(m.value()) for m in plain]
+    lines = "".join(base64.b64encode(e).decode() + "\n" for e in envelopes)
+    pairs = [line.split(" ") for line in run_java(
+        connect_classpath(), "ConnectJson.java", lines, "BASE64").splitlines()]  # fmt: skip
+    # Kafka's JsonConverter reads each envelope and writes the same bytes again
+    assert [base64.b64decode(again) for again, _ in pairs] == envelopes
+    objects = [json.loads(base64.b64decode(payload)) for _, payload in pairs]
     assert sorted(o["sequence"] for o in objects) == list(range(RECORDS))
     assert {o["origin"] for o in objects} == {"connect"}
     assert all("seqno" not in o for o in objects)
