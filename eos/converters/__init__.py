@@ -31,6 +31,7 @@ Connect's class name defaults it to true, as Connect does.) The interface is in
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Mapping
 from typing import Any, cast
@@ -94,6 +95,9 @@ def converter_class(name: str) -> type[Any]:
     try:
         return load_class(name)
     except PluginError as exc:
+        close = difflib.get_close_matches(name, CONVERTERS, n=1, cutoff=0.85)
+        if close:
+            raise PluginError(f"unknown converter {name!r}: did you mean {close[0]!r}?") from exc
         known = ", ".join(sorted(CONVERTERS))
         raise PluginError(f"unknown converter {name!r}: not one of {known}, and {exc}") from exc
 

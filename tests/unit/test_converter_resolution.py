@@ -8,6 +8,7 @@ themselves: tests/integration/test_connect_number_header_converters.py)."""
 from __future__ import annotations
 
 import math
+import re
 import struct
 from typing import Any
 
@@ -283,3 +284,9 @@ def test_registry_credentials_are_secrets_hidden_in_rest_answers() -> None:
                     "value.converter.schema.registry.ssl.key.password": "k"})  # fmt: skip
     assert shown["value.converter.basic.auth.user.info"] == "[hidden]"
     assert shown["value.converter.schema.registry.ssl.key.password"] == "[hidden]"
+
+
+def test_a_misspelt_converter_class_is_named_with_the_one_meant() -> None:
+    meant = re.escape("did you mean 'io.confluent.connect.avro.AvroConverter'?")
+    with pytest.raises(PluginError, match=meant):
+        make_converter("io.confluent.connect.avro.AvroConvertor")
