@@ -57,6 +57,7 @@ from eos.config.worker import (
     ProducerClientName,
     WorkerConfig,
     check_producer_client,
+    exactly_once_producer_problems,
 )
 from eos.errors import ConfigError
 
@@ -115,7 +116,8 @@ IGNORED_OVERRIDES: Final = (
     f"{PRODUCER_OVERRIDE}transactional.id",
     f"{CONSUMER_OVERRIDE}isolation.level",
 )
-"""Overrides eos ignores (with a warning): it sets these client settings itself."""
+"""Overrides eos sets itself: refused with exactly-once enabled (as an ``acks`` or
+``enable.idempotence`` its producer cannot have), ignored with a warning otherwise."""
 
 _TIMEOUT = "transaction.timeout.ms"
 _INTERVAL = "transaction.boundary.interval.ms"
@@ -389,8 +391,9 @@ class Problem:
 
 
 def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Problem]:
-    """Invalid framework keys, then the interval-boundary rules."""
-    problems = []
+    """Invalid framework keys, the client overrides exactly-once cannot work with, then the
+    interval-boundary rules."""
+    problems = _exactly_once_override_problems(props) if worker.exactly_once_enabled else []
     values: dict[str, Any] = {}
     for name, key in CONNECTOR_CONFIG.keys.items():
         try:
@@ -437,6 +440,28 @@ def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Pr
         if timeout_key in worker.raw:
             message += f"; the timeout is the worker's {timeout_key}"
         problems.append(Problem.of(_INTERVAL, effective, message))
+    return problems
+
+
+def _exactly_once_override_problems(props: Mapping[str, str]) -> list[Problem]:
+    """With exactly-once enabled: overrides of what eos sets for it, or that its
+    transactional producer cannot have, each refused naming it."""
+    problems = [
+        Problem.of(key, value, why)
+        for key, value, why in exactly_once_producer_problems(props, PRODUCER_OVERRIDE)
+    ]
+    key = f"{PRODUCER_OVERRIDE}transactional.id"
+    if key in props:
+        problems.append(Problem.of(key, props[key], (
+            "eos gives each task its own transactional.id for exactly-once delivery "
+            "(exactly.once.source.support=enabled): remove it"
+        )))  # fmt: skip
+    key = f"{CONSUMER_OVERRIDE}isolation.level"
+    if props.get(key, "read_committed").strip().lower() != "read_committed":
+        problems.append(Problem.of(key, props[key], (
+            "exactly-once reads the offsets topic read_committed "
+            "(exactly.once.source.support=enabled): remove it"
+        )))  # fmt: skip
     return problems
 
 

@@ -192,8 +192,33 @@ class WorkerConfig(WorkerSettings):
         return host, port
 
 
+def exactly_once_producer_problems(
+    props: Mapping[str, str], prefix: str
+) -> list[tuple[str, str, str]]:
+    """(setting, value, why) for each producer setting under ``prefix`` (``producer.`` of a
+    worker, ``producer.override.`` of a connector) that a transactional producer cannot
+    have: ``acks`` other than all/-1, ``enable.idempotence=false``,
+    ``max.in.flight.requests.per.connection`` above 5."""
+    found = []
+    acks = props.get(prefix + "acks")
+    if acks is not None and acks.strip().lower() not in ("all", "-1"):
+        found.append((prefix + "acks", acks, "exactly-once needs acks=all (or -1): remove it"))
+    idempotence = props.get(prefix + "enable.idempotence")
+    if idempotence is not None and idempotence.strip().lower() == "false":
+        found.append((prefix + "enable.idempotence", idempotence,
+                      "exactly-once needs an idempotent producer: remove it"))  # fmt: skip
+    in_flight = props.get(prefix + "max.in.flight.requests.per.connection")
+    if in_flight is not None and (not in_flight.strip().isdigit() or int(in_flight) > 5):
+        why = "exactly-once needs at most 5 requests in flight per connection"
+        found.append((prefix + "max.in.flight.requests.per.connection", in_flight, why))
+    return found
+
+
 def _check_consistency(values: Mapping[str, Any], props: Mapping[str, str]) -> None:
     """Rules across settings that single keys cannot express."""
+    if values["exactly.once.source.support"] == "enabled":
+        for key, value, why in exactly_once_producer_problems(props, "producer."):
+            raise ConfigError(key, value, why + " (exactly.once.source.support=enabled)")
     seen: dict[str, str] = {}
     for key in _INTERNAL_TOPICS:
         topic = values[key]

@@ -211,26 +211,65 @@ def test_overrides_have_their_prefix_stripped() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "layer"),
-    [
-        ("producer.override.transactional.id", "producer"),
-        ("consumer.override.isolation.level", "consumer"),
-    ],
+    "key", ["producer.override.transactional.id", "consumer.override.isolation.level"]
 )
-def test_overrides_eos_owns_are_dropped_with_a_warning(key: str, layer: str) -> None:
+def test_overrides_eos_owns_are_dropped_with_a_warning_when_at_least_once(key: str) -> None:
+    at_least_once = worker(**{"exactly.once.source.support": "disabled"})
     with capture_logs() as logs:
-        config = parse(**{key: "mine"})
+        config = parse(at_least_once, **{key: "mine"})
     assert [(e["event"], e["setting"], e["connector"]) for e in logs] == [
         ("setting ignored: eos sets it itself", key, "orders")
     ]
     assert logs[0]["log_level"] == "warning"
     assert config.producer_overrides == config.consumer_overrides == {}
-    client = config.client_config(worker())
+    client = config.client_config(at_least_once)
     assert "transactional.id" not in client.producer
     assert "isolation.level" not in client.consumer
-    assert validate_connector(props(**{key: "mine"}), worker(), Fake()) == {
+    assert validate_connector(props(**{key: "mine"}), at_least_once, Fake()) == {
         name: [] for name in [*CONNECTOR_CONFIG.keys, "table"]
     }
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("producer.override.transactional.id", "mine", "its own transactional.id"),
+        ("consumer.override.isolation.level", "read_uncommitted", "read_committed"),
+        ("producer.override.acks", "1", "acks=all"),
+        ("producer.override.enable.idempotence", "false", "idempotent producer"),
+        ("producer.override.max.in.flight.requests.per.connection", "6", "at most 5"),
+    ],
+)
+def test_overrides_exactly_once_cannot_work_with_are_refused_by_name(
+    key: str, value: str, says: str
+) -> None:
+    problems = validate_connector(props(**{key: value}), worker(), Fake())
+    (message,) = problems[key]
+    assert says in message
+    with pytest.raises(ConfigError) as refused:
+        parse(**{key: value})
+    assert refused.value.key == key
+    assert validate_connector(props(**{key: value}), worker(**{
+        "exactly.once.source.support": "preparing"}), Fake()).get(key, []) == []  # fmt: skip
+
+
+def test_overrides_exactly_once_works_with_pass() -> None:
+    fine = {"producer.override.acks": "-1", "producer.override.enable.idempotence": "true",
+            "producer.override.max.in.flight.requests.per.connection": "5",
+            "consumer.override.isolation.level": "read_committed"}  # fmt: skip
+    assert not any(validate_connector(props(**fine), worker(), Fake()).values())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("producer.acks", "1"), ("producer.enable.idempotence", "false")]
+)
+def test_a_worker_producer_setting_exactly_once_cannot_work_with_stops_it(
+    key: str, value: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        worker(**{key: value})
+    assert refused.value.key == key
+    worker(**{key: value, "exactly.once.source.support": "disabled"})  # at-least-once: fine
 
 
 def test_unknown_settings_against_framework_and_connector_keys() -> None:
