@@ -389,6 +389,13 @@ class Problem:
     def of(cls, key: str, value: object, message: str) -> Problem:
         return cls(key, message, ConfigError(key, value, message))
 
+    @classmethod
+    def named(cls, key: str, value: object, message: str) -> Problem:
+        """A problem whose message names the setting and its value, as Connect's
+        ``Invalid value … for configuration …`` do (for lists that show no key)."""
+        error = ConfigError(key, value, message)
+        return cls(key, str(error), error)
+
 
 def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Problem]:
     """Invalid framework keys, the client overrides exactly-once cannot work with, then the
@@ -443,22 +450,45 @@ def settings_problems(props: Mapping[str, str], worker: WorkerConfig) -> list[Pr
     return problems
 
 
+def transaction_timeout_problems(
+    props: Mapping[str, str], worker: WorkerConfig, broker_max_ms: int | None
+) -> list[Problem]:
+    """The task producer's ``transaction.timeout.ms`` above the brokers'
+    ``transaction.max.timeout.ms`` (``broker_max_ms``, None: not known), for a connector
+    writing to the worker's cluster with exactly-once enabled."""
+    if broker_max_ms is None or not worker.exactly_once_enabled:
+        return []
+    if f"{PRODUCER_OVERRIDE}bootstrap.servers" in props:
+        return []  # another cluster, another limit: its producer's start says
+    try:
+        timeout, key = _transaction_timeout(props, worker)
+    except ConfigError:
+        return []  # named by settings_problems
+    if timeout <= broker_max_ms:
+        return []
+    whose = "" if key in props else " (the worker's)"
+    return [Problem.named(key, timeout, (
+        f"is above the brokers' transaction.max.timeout.ms ({broker_max_ms}){whose}: a "
+        "task's producer could not start; lower it, or raise the brokers' limit"
+    ))]  # fmt: skip
+
+
 def _exactly_once_override_problems(props: Mapping[str, str]) -> list[Problem]:
     """With exactly-once enabled: overrides of what eos sets for it, or that its
     transactional producer cannot have, each refused naming it."""
     problems = [
-        Problem.of(key, value, why)
+        Problem.named(key, value, why)
         for key, value, why in exactly_once_producer_problems(props, PRODUCER_OVERRIDE)
     ]
     key = f"{PRODUCER_OVERRIDE}transactional.id"
     if key in props:
-        problems.append(Problem.of(key, props[key], (
+        problems.append(Problem.named(key, props[key], (
             "eos gives each task its own transactional.id for exactly-once delivery "
             "(exactly.once.source.support=enabled): remove it"
         )))  # fmt: skip
     key = f"{CONSUMER_OVERRIDE}isolation.level"
     if props.get(key, "read_committed").strip().lower() != "read_committed":
-        problems.append(Problem.of(key, props[key], (
+        problems.append(Problem.named(key, props[key], (
             "exactly-once reads the offsets topic read_committed "
             "(exactly.once.source.support=enabled): remove it"
         )))  # fmt: skip

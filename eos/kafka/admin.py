@@ -80,6 +80,30 @@ async def kafka_cluster_id(config: ClientConfig) -> str | None:
     return str(value) if value else None
 
 
+async def transaction_max_timeout_ms(config: ClientConfig) -> int | None:
+    """A broker's ``transaction.max.timeout.ms`` (the most a transactional producer's
+    ``transaction.timeout.ms`` may be), or None, said once in a warning, if the principal
+    may not describe the brokers' configs."""
+    admin = await started(make_admin(config))
+    try:
+        cluster = await admin.describe_cluster()
+        broker_id = cluster["brokers"][0]["node_id"]
+        value = await _config_value(
+            admin, ConfigResourceType.BROKER, str(broker_id), "transaction.max.timeout.ms"
+        )
+    except kerrors.ClusterAuthorizationFailedError as exc:
+        log.warning(
+            "the brokers' transaction.max.timeout.ms cannot be read (DescribeConfigs on the "
+            "cluster is not granted): a task transaction.timeout.ms above it is refused only "
+            "when the task's producer starts",
+            error=type(exc).__name__,
+        )
+        return None
+    finally:
+        await admin.close()
+    return int(value) if value else None
+
+
 async def _default_replication_factor(admin: AIOKafkaAdminClient) -> int:
     cluster = await admin.describe_cluster()
     broker_id = cluster["brokers"][0]["node_id"]

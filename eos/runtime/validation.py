@@ -20,6 +20,7 @@ from eos.config.connector import (
     CONNECTOR_CONFIG,
     Problem,
     settings_problems,
+    transaction_timeout_problems,
     unknown_settings,
     valid_choice,
 )
@@ -190,9 +191,13 @@ def converter_problems(props: Mapping[str, str]) -> list[Problem]:
 
 
 def _all_problems(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+    props: Mapping[str, str],
+    worker: WorkerConfig,
+    connector: SourceConnector | None,
+    broker_max_ms: int | None = None,
 ) -> list[Problem]:
     problems = settings_problems(props, worker)
+    problems += transaction_timeout_problems(props, worker, broker_max_ms)
     if connector is not None:
         problems += _connector_problems(props, connector)
     if not any(p.key in CONVERTER_NAMES for p in problems):
@@ -204,12 +209,16 @@ def _all_problems(
 
 
 def validate_connector(
-    props: Mapping[str, str], worker: WorkerConfig, connector: SourceConnector | None
+    props: Mapping[str, str],
+    worker: WorkerConfig,
+    connector: SourceConnector | None,
+    broker_max_ms: int | None = None,
 ) -> dict[str, list[str]]:
     """Every problem per setting (empty lists for valid ones), for the REST API's
     create, config update and validate: the framework's keys, the connector's own
     validate(), and the pre-flight checks (docs/exactly-once.md). Without a connector (its
-    class could not be loaded) only the checks that need none run."""
+    class could not be loaded) only the checks that need none run. ``broker_max_ms``: the
+    brokers' ``transaction.max.timeout.ms``, if the worker could read it."""
     props = converters_in_force(props, worker.raw)
     result: dict[str, list[str]] = {name: [] for name in CONNECTOR_CONFIG.keys}
     if connector is not None:
@@ -217,7 +226,7 @@ def validate_connector(
             result.setdefault(name, [])
     for name in transforms.definitions(props).keys:
         result.setdefault(name, [])
-    for problem in _all_problems(props, worker, connector):
+    for problem in _all_problems(props, worker, connector, broker_max_ms):
         result.setdefault(problem.key, []).append(problem.message)
     return result
 

@@ -39,7 +39,7 @@ from eos.errors import (
     RetriableError,
     ValidationError,
 )
-from eos.kafka.admin import ensure_topic, kafka_cluster_id
+from eos.kafka.admin import ensure_topic, kafka_cluster_id, transaction_max_timeout_ms
 from eos.kafka.group import GroupClient
 from eos.runtime.capacity import capacity_warning
 from eos.runtime.clock import Clock, SystemClock
@@ -110,6 +110,9 @@ class Worker:
         )
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
         self.topics = TopicTracker(s, self.status_log, self.config_log, self.clock)
+        self.broker_max_ms: int | None = None
+        """The brokers' ``transaction.max.timeout.ms``, read at start with exactly-once
+        enabled (None: not read, or not allowed): connectors above it are refused."""
         self.providers = ConfigProviders.from_worker(s.raw)
         """Resolves ``${file:…}``-style variables where a connector or task starts."""
         self.kafka_cluster_id: str | None = None
@@ -213,6 +216,8 @@ class Worker:
         self.health.enter("creating its internal topics")
         await self._create_internal_topics()
         await check_worker_access(self.settings)  # every missing ACL named (docs/security.md)
+        if self.settings.exactly_once_enabled:
+            self.broker_max_ms = await transaction_max_timeout_ms(self.settings.client_config)
         self.health.enter("reading its config and status topics")
         stack = AsyncExitStack()
         try:
@@ -428,7 +433,7 @@ class Worker:
             connector = connector_class(props.get("connector.class", ""))()
         except PluginError as exc:
             return {"connector.class": [str(exc)]}
-        return validate_connector(props, self.settings, connector)
+        return validate_connector(props, self.settings, connector, self.broker_max_ms)
 
     async def fence(self, name: str) -> None:
         """Internal (a worker about to start tasks of ``name``): a fencing round."""

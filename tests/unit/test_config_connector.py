@@ -599,3 +599,25 @@ def test_a_registry_converter_with_its_url_validates_without_reaching_the_regist
         "value.converter.schema.registry.url": "http://127.0.0.1:1",  # nothing listens
     })  # fmt: skip
     assert not any(validate_connector(settings, worker(), None).values())
+
+
+def test_a_transaction_timeout_above_the_brokers_limit_is_refused_by_name() -> None:
+    from eos.config.connector import transaction_timeout_problems
+
+    key = "producer.override.transaction.timeout.ms"
+    (problem,) = transaction_timeout_problems(props(**{key: "900001"}), worker(), 900000)
+    assert problem.key == key
+    assert "above the brokers' transaction.max.timeout.ms (900000)" in problem.message
+    (worker_s,) = transaction_timeout_problems(
+        props(), worker(**{"producer.transaction.timeout.ms": "1000000"}), 900000
+    )
+    assert (worker_s.key, "(the worker's)" in worker_s.message) == (
+        "producer.transaction.timeout.ms",
+        True,
+    )
+    assert transaction_timeout_problems(props(**{key: "900000"}), worker(), 900000) == []
+    assert transaction_timeout_problems(props(**{key: "900001"}), worker(), None) == []
+    elsewhere = props(**{key: "900001", "producer.override.bootstrap.servers": "other:9092"})
+    assert transaction_timeout_problems(elsewhere, worker(), 900000) == []  # its own limit
+    at_least_once = worker(**{"exactly.once.source.support": "disabled"})
+    assert transaction_timeout_problems(props(**{key: "900001"}), at_least_once, 900000) == []

@@ -28,7 +28,9 @@ BASE = {
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     worker = SimpleNamespace(
-        settings=WorkerConfig.from_properties(BASE), providers=ConfigProviders.from_worker({})
+        settings=WorkerConfig.from_properties(BASE),
+        providers=ConfigProviders.from_worker({}),
+        broker_max_ms=None,
     )
     worker._problems = lambda props: Worker._problems(cast(Worker, worker), props)
     worker.problems = lambda props: Worker.problems(cast(Worker, worker), props)
