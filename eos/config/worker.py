@@ -88,6 +88,8 @@ CONNECT_ONLY_SETTINGS: Final = {
     "topic.creation.enable": "eos does not create a connector's output topics: create them "
     "first (Kafka's auto.create.topics.enable also works)",
     "metric.reporters": "eos exports its metrics to Prometheus (docs/monitoring.md)",
+    "offset.flush.timeout.ms": "an at-least-once flush waits for every record it covers, "
+    "each bounded by the producer's delivery.timeout.ms",
     "admin.listeners": "eos serves /admin/loggers on its REST listeners",
 }
 """Kafka Connect worker settings that mean nothing to eos: each ignored with one warning

@@ -218,16 +218,6 @@ class WorkerSettings:
         "transactions would time out.",
         "tasks",
     )
-    offset_flush_timeout_ms: int = setting(
-        "offset.flush.timeout.ms",
-        Type.LONG,
-        5000,
-        Range(at_least=1),
-        Importance.LOW,
-        "How long an at-least-once offset flush may wait for outstanding records before it "
-        "is given up; exactly-once commits are not bounded by it.",
-        "tasks",
-    )
     producer_client: ProducerClientName = setting(
         PRODUCER_CLIENT,
         Type.STRING,

@@ -41,7 +41,6 @@ def test_defaults() -> None:
     assert config.exactly_once_enabled
     assert config.transactional_config_writes
     assert config.offset_flush_interval_ms == 10000
-    assert config.offset_flush_timeout_ms == 5000
     assert config.graceful_shutdown_ms == 5000
     assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (10000, 3000)
     assert config.rebalance_timeout_ms == 60000
@@ -106,7 +105,6 @@ def test_required_settings(missing: str) -> None:
         ("exactly.once.source.support", "on"),
         ("offset.flush.interval.ms", "0"),
         ("offset.flush.interval.ms", "10s"),
-        ("offset.flush.timeout.ms", "0"),
         ("task.shutdown.graceful.timeout.ms", "-1"),
         ("session.timeout.ms", "0"),
         ("session.timeout.ms", "1.5"),
@@ -336,9 +334,10 @@ def test_connects_own_listener_form_is_taken() -> None:
 def test_connect_only_settings_are_one_warning_saying_what_eos_does_instead() -> None:
     with capture_logs() as logs:
         worker(**{"plugin.path": "/usr/share/java", "topic.creation.enable": "true",
-                  "connector.client.config.override.policy": "All"})  # fmt: skip
+                  "connector.client.config.override.policy": "All",
+                  "offset.flush.timeout.ms": "5000"})  # fmt: skip
     found = {e["setting"]: e for e in logs if e["log_level"] == "warning"}
-    assert set(found) == {"plugin.path", "topic.creation.enable"}
+    assert set(found) == {"plugin.path", "topic.creation.enable", "offset.flush.timeout.ms"}
     assert found["plugin.path"]["event"] == "Kafka Connect setting, ignored"
     assert "entry point" in found["plugin.path"]["instead"]
 
