@@ -22,9 +22,10 @@ from tests.unit.test_config_connector import WORKER
 def restored() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    saved = structlog.get_config()
     yield
     structlog.contextvars.clear_contextvars()
-    structlog.reset_defaults()
+    structlog.configure(**saved)
     root.handlers[:], root.level = handlers, level
 
 
