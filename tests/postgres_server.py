@@ -139,14 +139,16 @@ def start_postgres() -> PostgresServer:
         )  # fmt: skip
         options = (
             f"-p {server.port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+            # logical replication, for PostgresCdcSource (a slot per test connector)
+            "-c wal_level=logical -c max_replication_slots=40 -c max_wal_senders=40"
         )
         _as_postgres(
             BIN / "pg_ctl", "-D", server.data, "-l", home / "postgres.log", "-o", options,
             "-w", "-t", str(_START_TIMEOUT), "start",
         )  # fmt: skip
         with server.connect(admin=True) as conn:
-            conn.execute(f"CREATE ROLE \"{USER}\" LOGIN CREATEDB PASSWORD '{PASSWORD}'")
+            conn.execute(f"CREATE ROLE \"{USER}\" LOGIN CREATEDB REPLICATION PASSWORD '{PASSWORD}'")
     except BaseException as exc:
         tail = server.log_tail()
         server.stop()

@@ -1,0 +1,511 @@
+"""PostgresCdcTask: the snapshot, then the stream, exactly once.
+
+**Start.** The task checks the server and the user (:mod:`.catalog`), finds the tables
+through the publication (creating it as ``publication.autocreate.mode`` says), reads its
+offset and decides: a snapshot is due on a first start (``snapshot.mode=initial``,
+``initial_only``, ``when_needed``), to finish one a crash interrupted, or
+(``when_needed``) when the slot is gone. A missing slot is created with an exported
+snapshot; a snapshot due while the slot exists (a resumed one) reads at a temporary
+slot's exported snapshot instead (see :mod:`.position`).
+
+**Snapshot.** Each poll returns one chunk (:mod:`.snapshot`) as ``r`` records; its last
+record carries the progress, so the chunk is one Kafka transaction with its offset and a
+crash resumes at the next chunk.
+
+**Stream.** Each poll reads what the slot has (:mod:`.replication`), decodes it
+(:mod:`.pgoutput`) and returns only whole database transactions: a transaction's records
+are held until its Commit arrives, so with ``transaction.boundary`` ``poll`` or
+``connector`` a database transaction is never spread over two Kafka transactions (several
+may share one). One of more than ``transaction.max.events`` changes is the exception:
+written in parts, each part's records marked with the ``eos.cdc.transaction.part`` header
+(``<txId>:<part>``, the last part ``<txId>:<part>:last``). A change already written
+(its transaction's commit LSN at or below the offset's) is skipped.
+
+**The slot** is confirmed in :meth:`PostgresCdcTask.commit_record`: only a record whose
+Kafka transaction committed moves it, to that record's ``lsn``. When the captured tables
+are quiet, a heartbeat record (``heartbeat.interval.ms``) carries the server's WAL
+position so the slot moves on too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+import eos
+from eos.api import (
+    RecordBlock,
+    RecordMetadata,
+    SchemaBuilder,
+    SourceRecord,
+    SourceTask,
+    SourceTaskContext,
+    Struct,
+)
+from services.connectors.postgres_cdc import catalog, pgoutput
+from services.connectors.postgres_cdc.column_types import UNAVAILABLE
+from services.connectors.postgres_cdc.envelope import Change, TableShape, sequence
+from services.connectors.postgres_cdc.position import Position
+from services.connectors.postgres_cdc.replication import ReplicationStream, SlotInUse
+from services.connectors.postgres_cdc.settings import CdcSettings
+from services.connectors.postgres_cdc.snapshot import SnapshotReader, key_after
+
+log = logging.getLogger(__name__)
+
+PART_HEADER = "eos.cdc.transaction.part"
+SLOT_RETRIES = 6
+SLOT_RETRY_SECONDS = 10.0
+"""A slot still held by a predecessor (a SIGKILLed worker's connection the server has not
+yet closed) is tried again this often, this many times — Debezium's ``slot.max.retries``
+and ``slot.retry.delay.ms`` defaults."""
+HEARTBEAT_KEY = (
+    SchemaBuilder.struct().name("io.debezium.connector.common.ServerNameKey").version(1)
+    .field("serverName", SchemaBuilder.string().build()).build()
+)  # fmt: skip
+HEARTBEAT_VALUE = (
+    SchemaBuilder.struct().name("io.debezium.connector.common.Heartbeat").version(1)
+    .field("ts_ms", SchemaBuilder.int64().build()).build()
+)  # fmt: skip
+
+
+def _texts(relation: pgoutput.Relation, columns: Sequence[pgoutput.Column]) -> dict[str, Any]:
+    """Column name → text (None for NULL; the placeholder for an unsent TOASTed value)."""
+    texts: dict[str, Any] = {}
+    for meta, (kind, text) in zip(relation.columns, columns, strict=False):
+        texts[meta.name] = UNAVAILABLE if kind == "u" else text
+    return texts
+
+
+@dataclasses.dataclass
+class _Transaction:
+    begin: pgoutput.Begin
+    skip_events: int
+    """Changes already written (a split transaction resumed); -1: all of them."""
+    events: int = 0
+    part: int = 0
+    records: list[SourceRecord] = dataclasses.field(default_factory=list)
+
+
+class PostgresCdcTask(SourceTask):
+    def __init__(self) -> None:
+        self._settings: CdcSettings | None = None
+        self._context: SourceTaskContext | None = None
+        self._position = Position()
+        self._catalog: Any = None
+        self._stream: ReplicationStream | None = None
+        self._exporter: ReplicationStream | None = None
+        self._reader: SnapshotReader | None = None
+        self._shapes: dict[str, TableShape] = {}
+        self._relations: dict[int, pgoutput.Relation] = {}
+        self._txn: _Transaction | None = None
+        self._ready: list[SourceRecord] = []
+        self._phase = "stream"
+        self._last_commit_lsn: int | None = None
+        self._last_heartbeat = time.monotonic()
+        self._tables: list[str] = []
+
+    def version(self) -> str:
+        return eos.__version__
+
+    # ------------------------------------------------------------------ start
+
+    async def _blocking(self, func: Any, *args: Any) -> Any:
+        assert self._context is not None
+        return await self._context.resources.run_blocking(func, *args)
+
+    async def start(self, config: Mapping[str, str], context: SourceTaskContext) -> None:
+        settings = self._settings = CdcSettings.parse(config)
+        self._context = context
+        offset = await context.offset_reader.offset(settings.partition)
+        found = Position.from_offset(offset)
+        self._catalog = await self._blocking(catalog.connect, settings)
+        self._catalog.autocommit = True
+        await self._blocking(catalog.check_server, self._catalog, settings)
+        self._tables = await self._blocking(catalog.ensure_publication, self._catalog, settings)
+        slot = await self._blocking(catalog.slot_state, self._catalog, settings.slot)
+        mode = settings.snapshot_mode
+        if found is not None and not slot.exists and mode != "when_needed":
+            raise catalog.CdcSetupError(
+                f"the replication slot {settings.slot} is gone: the changes since the last "
+                "offset are lost. Set snapshot.mode=when_needed to take a new snapshot, or "
+                "reset the connector's offsets"
+            )
+        fresh = found is None or (not slot.exists and mode == "when_needed")
+        resuming = found is not None and not found.snapshot_done and slot.exists
+        snapshot = (fresh and mode in ("initial", "initial_only", "when_needed")) or resuming
+        self._position = Position() if fresh or found is None else found
+        self._stream = ReplicationStream(settings)
+        await self._blocking(self._stream.open)
+        exported: str | None = None
+        if not slot.exists:
+            new = await self._blocking(self._stream.create_slot, settings.slot, snapshot)
+            exported, lsn = new.snapshot, new.consistent_lsn
+            log.info("replication slot %s created at %s", settings.slot, pgoutput.lsn_text(lsn))
+            if not snapshot:
+                self._position.lsn = max(self._position.lsn, lsn)
+        elif snapshot:
+            self._exporter = ReplicationStream(settings)
+            await self._blocking(self._exporter.open)
+            name = f"{settings.slot}_snapshot_{os.getpid()}"
+            new = await self._blocking(self._exporter.create_slot, name, True, True)
+            exported, lsn = new.snapshot, new.consistent_lsn
+        if snapshot:
+            assert exported is not None
+            self._position.start_snapshot(self._tables, lsn)
+            log.info(
+                "snapshot of %d tables from table %d as of %s", len(self._tables),
+                self._position.table, pgoutput.lsn_text(lsn),
+            )  # fmt: skip
+            self._reader = await self._blocking(SnapshotReader, settings, exported)
+            self._phase = "snapshot"
+        elif mode == "initial_only" and found is not None:
+            self._phase = "idle"
+        else:
+            await self._start_stream()
+
+    async def _start_stream(self) -> None:
+        assert self._settings is not None
+        assert self._stream is not None
+        settings = self._settings
+        for attempt in range(SLOT_RETRIES + 1):
+            try:
+                await self._blocking(self._stream.start, settings.slot, self._position.lsn)
+                break
+            except SlotInUse as exc:
+                if attempt == SLOT_RETRIES:
+                    raise catalog.CdcSetupError(
+                        f"{exc}: another connection streams from replication slot "
+                        f"{settings.slot} (another connector with the same slot.name, or "
+                        "a predecessor that has not let go); give each connector its own "
+                        "slot.name"
+                    ) from None
+                log.warning("%s; trying again in %.0f s", exc, SLOT_RETRY_SECONDS)
+                await anyio.sleep(SLOT_RETRY_SECONDS)
+        self._phase = "stream"
+        log.info("streaming from slot %s after %s", settings.slot,
+                 pgoutput.lsn_text(self._position.lsn))  # fmt: skip
+
+    async def _shape(self, table: str, *, refresh: bool = False) -> TableShape:
+        assert self._settings is not None
+        shape = self._shapes.get(table)
+        if shape is None or refresh:
+            columns = await self._blocking(catalog.table_columns, self._catalog, table)
+            shape = TableShape(
+                self._settings.prefix, self._settings.dbname, table, columns, eos.__version__
+            )
+            if shape.unmapped:
+                log.warning("table %s: columns of types Debezium does not map are left "
+                            "out: %s", table, ", ".join(shape.unmapped))  # fmt: skip
+            self._shapes[table] = shape
+        return shape
+
+    # ------------------------------------------------------------------ poll
+
+    async def poll(self) -> Sequence[SourceRecord | RecordBlock] | None:
+        if self._phase == "snapshot":
+            return await self._snapshot_chunk()
+        if self._phase == "idle":
+            await anyio.sleep(1)
+            return None
+        return await self._stream_poll()
+
+    async def _snapshot_chunk(self) -> list[SourceRecord | RecordBlock] | None:
+        assert self._settings is not None
+        assert self._reader is not None
+        position, settings = self._position, self._settings
+        records: list[SourceRecord] = []
+        while not records and not position.snapshot_done:
+            table = position.tables[position.table]
+            shape = await self._shape(table)
+            rows = await self._blocking(
+                self._reader.chunk, shape, position.after, settings.snapshot_fetch_size
+            )
+            lsn = position.reads[-1].lsn
+            read_us = time.time_ns() // 1000
+            if len(rows) < settings.snapshot_fetch_size or not shape.key_names:
+                done = position.snapshot_moved(position.table + 1, None)
+            else:
+                done = position.snapshot_moved(position.table, shape.key_texts(rows[-1]))
+            change = Change(read_us, None, lsn, "true")
+            records = [
+                shape.record("r", None, shape.row(row), change, settings.partition, None)
+                for row in rows
+            ]
+            if records and done:
+                last = dataclasses.replace(change, snapshot="last")
+                records[-1] = shape.record(
+                    "r", None, shape.row(rows[-1]), last, settings.partition, None
+                )
+        if position.snapshot_done:
+            await self._end_snapshot()
+        if not records:
+            return None
+        records[-1] = dataclasses.replace(records[-1], source_offset=position.to_offset())
+        assert self._context is not None
+        if self._context.transaction_context is not None:
+            self._context.transaction_context.commit_transaction(records[-1])
+        self._context.count("snapshot_rows", len(records))
+        return list(records)
+
+    async def _end_snapshot(self) -> None:
+        assert self._settings is not None
+        assert self._reader is not None
+        await self._blocking(self._reader.close)
+        self._reader = None
+        if self._exporter is not None:
+            await self._blocking(self._exporter.close)
+            self._exporter = None
+        log.info("snapshot done")
+        if self._settings.snapshot_mode == "initial_only":
+            self._phase = "idle"
+        else:
+            await self._start_stream()
+
+    async def _stream_poll(self) -> list[SourceRecord | RecordBlock] | None:
+        assert self._settings is not None
+        assert self._stream is not None
+        settings = self._settings
+        messages = await self._blocking(
+            self._stream.read, settings.max_batch_size, settings.poll_interval
+        )
+        for lsn, payload in messages:
+            await self._handle(lsn, pgoutput.decode(payload))
+        if not self._ready:
+            heartbeat = self._heartbeat()
+            return None if heartbeat is None else [heartbeat]
+        ready, self._ready = self._ready, []
+        if self._context is not None:
+            self._context.count("changes", len(ready))
+            if self._context.transaction_context is not None:
+                self._context.transaction_context.commit_transaction(ready[-1])
+        return list(ready)
+
+    def _heartbeat(self) -> SourceRecord | None:
+        settings, stream = self._settings, self._stream
+        assert settings is not None
+        assert stream is not None
+        now = time.monotonic()
+        if (
+            not settings.heartbeat_interval
+            or self._txn is not None
+            or now - self._last_heartbeat < settings.heartbeat_interval
+            or stream.wal_end <= self._position.lsn
+        ):
+            return None
+        self._last_heartbeat = now
+        self._position.lsn = stream.wal_end
+        return SourceRecord(
+            settings.partition, self._position.to_offset(),
+            f"__debezium-heartbeat.{settings.prefix}",
+            Struct(HEARTBEAT_VALUE, {"ts_ms": time.time_ns() // 1_000_000}),
+            key=Struct(HEARTBEAT_KEY, {"serverName": settings.prefix}),
+            key_schema=HEARTBEAT_KEY, value_schema=HEARTBEAT_VALUE,
+        )  # fmt: skip
+
+    async def _handle(self, lsn: int, message: pgoutput.Message) -> None:
+        if isinstance(message, pgoutput.Begin):
+            self._begin(message)
+        elif isinstance(message, pgoutput.Commit):
+            self._commit(message)
+        elif isinstance(message, pgoutput.Relation):
+            old = self._relations.get(message.oid)
+            self._relations[message.oid] = message
+            name = f"{message.schema}.{message.table}"
+            if old is not None and old.columns != message.columns and name in self._shapes:
+                await self._shape(name, refresh=True)
+        elif isinstance(message, pgoutput.Insert | pgoutput.Update | pgoutput.Delete):
+            await self._change(lsn, message)
+        elif isinstance(message, pgoutput.Truncate):
+            await self._truncate(lsn, message)
+
+    def _begin(self, begin: pgoutput.Begin) -> None:
+        position = self._position
+        skip = 0
+        if begin.final_lsn < position.lsn_commit or (
+            begin.final_lsn == position.lsn_commit and position.events is None
+        ):
+            skip = -1  # written before
+        elif begin.final_lsn == position.lsn_commit:
+            skip = position.events or 0
+        self._txn = _Transaction(begin, skip)
+
+    def _commit(self, commit: pgoutput.Commit) -> None:
+        txn, self._txn = self._txn, None
+        assert txn is not None, "a Commit without its Begin"
+        position = self._position
+        if txn.skip_events < 0:
+            return
+        position.lsn_commit, position.lsn = commit.commit_lsn, commit.end_lsn
+        position.tx_id, position.events = txn.begin.xid, None
+        position.stream_moved(commit.commit_lsn)
+        self._last_commit_lsn = commit.commit_lsn
+        if txn.records:
+            if txn.part:
+                self._mark_part(txn, last=True)
+            txn.records[-1] = dataclasses.replace(
+                txn.records[-1], source_offset=position.to_offset()
+            )
+            self._ready += txn.records
+
+    def _mark_part(self, txn: _Transaction, *, last: bool) -> None:
+        txn.part += 1
+        mark = f"{txn.begin.xid}:{txn.part}" + (":last" if last else "")
+        txn.records = [
+            dataclasses.replace(r, headers=(*r.headers, (PART_HEADER, mark))) for r in txn.records
+        ]
+
+    async def _change(
+        self, lsn: int, message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete
+    ) -> None:
+        txn = self._txn
+        assert txn is not None, "a change outside a transaction"
+        assert self._settings is not None, "a change outside a transaction"
+        txn.events += 1
+        if txn.skip_events < 0 or txn.events <= txn.skip_events:
+            return
+        relation = self._relations[message.oid]
+        name = f"{relation.schema}.{relation.table}"
+        if name not in self._tables:
+            return
+        shape = await self._shape(name)
+        change = Change(
+            txn.begin.commit_us, txn.begin.xid, lsn, "false",
+            sequence(self._last_commit_lsn, lsn),
+        )  # fmt: skip
+        partition, skipped = self._settings.partition, self._settings.skipped_operations
+        if isinstance(message, pgoutput.Insert):
+            after_texts = _texts(relation, message.new)
+            if await self._in_snapshot(shape, after_texts) or "c" in skipped:
+                return
+            txn.records.append(
+                shape.record("c", None, shape.row(after_texts), change, partition, None)
+            )
+        elif isinstance(message, pgoutput.Update):
+            await self._update(txn, shape, relation, message, change)
+        else:
+            old = _texts(relation, message.old)
+            if await self._in_snapshot(shape, old) or "d" in skipped:
+                return
+            self._delete(txn, shape, _old_row(shape, old, message.old_is_key), change)
+        self._split_if_large(txn)
+
+    async def _update(
+        self, txn: _Transaction, shape: TableShape, relation: pgoutput.Relation,
+        message: pgoutput.Update, change: Change,
+    ) -> None:  # fmt: skip
+        assert self._settings is not None
+        partition = self._settings.partition
+        new = _texts(relation, message.new)
+        if await self._in_snapshot(shape, new):
+            return
+        old = None if message.old is None else _texts(relation, message.old)
+        before = None if old is None else _old_row(shape, old, message.old_is_key)
+        if old is not None and shape.key_names and shape.key_texts(old) != shape.key_texts(new):
+            # the key changed: Debezium's delete of the old key, then a create of the new
+            if "d" not in self._settings.skipped_operations:
+                self._delete(txn, shape, before, change)
+            if "c" not in self._settings.skipped_operations:
+                txn.records.append(shape.record("c", None, shape.row(new), change, partition, None))
+            return
+        if "u" in self._settings.skipped_operations:
+            return
+        before = before if not message.old_is_key else None
+        txn.records.append(shape.record("u", before, shape.row(new), change, partition, None))
+
+    def _delete(
+        self, txn: _Transaction, shape: TableShape, before: Struct | None, change: Change
+    ) -> None:
+        assert self._settings is not None
+        deleted = shape.record("d", before, None, change, self._settings.partition, None)
+        txn.records.append(deleted)
+        if self._settings.tombstones_on_delete and deleted.key is not None:
+            txn.records.append(shape.tombstone(deleted, None))
+
+    async def _truncate(self, lsn: int, message: pgoutput.Truncate) -> None:
+        txn = self._txn
+        assert txn is not None
+        assert self._settings is not None
+        txn.events += 1
+        if (txn.skip_events < 0 or txn.events <= txn.skip_events
+                or "t" in self._settings.skipped_operations):  # fmt: skip
+            return
+        change = Change(txn.begin.commit_us, txn.begin.xid, lsn)
+        for oid in message.oids:
+            relation = self._relations[oid]
+            name = f"{relation.schema}.{relation.table}"
+            if name in self._tables:
+                shape = await self._shape(name)
+                record = shape.record("t", None, None, change, self._settings.partition, None)
+                txn.records.append(dataclasses.replace(record, key=None))
+
+    def _split_if_large(self, txn: _Transaction) -> None:
+        assert self._settings is not None
+        if len(txn.records) < self._settings.transaction_max_events:
+            return
+        self._mark_part(txn, last=False)
+        position = self._position
+        position.lsn_commit, position.tx_id = txn.begin.final_lsn, txn.begin.xid
+        position.events = txn.events
+        txn.records[-1] = dataclasses.replace(txn.records[-1], source_offset=position.to_offset())
+        self._ready += txn.records
+        txn.records = []
+
+    async def _in_snapshot(self, shape: TableShape, texts: Mapping[str, Any]) -> bool:
+        """Whether this change of the current transaction is already in a snapshot row."""
+        position, txn = self._position, self._txn
+        assert txn is not None
+        if not position.filtering or txn.begin.final_lsn >= position.last_read_lsn():
+            return False
+        reads = position.reads_of(shape.name)
+        if not reads:
+            return False
+        read_lsn = reads[0].lsn
+        key = shape.key_texts(texts)
+        for read in reads[1:]:
+            assert read.after is not None
+            if await self._blocking(key_after, self._catalog, shape, key, read.after):
+                read_lsn = read.lsn
+        return txn.begin.final_lsn < read_lsn
+
+    # ------------------------------------------------------------------ commit, stop
+
+    async def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        offset = record.source_offset
+        if offset is not None and self._stream is not None and offset.get("lsn"):
+            self._stream.confirm(int(offset["lsn"]))
+
+    async def stop(self) -> None:
+        settings = self._settings
+        for part in (self._reader, self._exporter, self._stream):
+            if part is not None:
+                await self._blocking(part.close)
+        self._reader = self._exporter = self._stream = None
+        if self._catalog is not None:
+            if settings is not None and settings.slot_drop_on_stop:
+                await self._blocking(_drop_slot, self._catalog, settings.slot)
+            await self._blocking(self._catalog.close)
+            self._catalog = None
+
+
+def _old_row(shape: TableShape, texts: Mapping[str, Any], key_only: bool) -> Struct:
+    """A row's old image: with the default replica identity the server sends its key
+    columns only (NULL elsewhere), and the others get Debezium's fallbacks."""
+    if key_only:
+        return shape.row({k: texts.get(k) for k in shape.key_names}, missing=True)
+    return shape.row(texts)
+
+
+def _drop_slot(conn: Any, slot: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s AND NOT active",
+            (slot,),
+        )
+    log.info("replication slot %s dropped (slot.drop.on.stop=true)", slot)
