@@ -49,6 +49,13 @@ BUNDLED_TRANSFORMS: Final[dict[str, str]] = {
 }
 """Connect's short name → class path of every bundled transform."""
 
+OTHER_BUNDLED_TRANSFORMS: Final[dict[str, str]] = {
+    "io.debezium.transforms.ExtractNewRecordState":
+        "eos.transforms.new_record_state:ExtractNewRecordState",
+}  # fmt: skip
+"""Full class name → class path of the bundled transforms that are not Connect's (by
+their own project's names; also found by their short name)."""
+
 BUNDLED_PREDICATES: Final[dict[str, str]] = {
     name: f"eos.transforms.predicates:{name}"
     for name in ("HasHeaderKey", "RecordIsTombstone", "TopicNameMatches")
@@ -62,12 +69,16 @@ class _Kind:
     connect_prefix: str
     bundled: dict[str, str]
     group: str
+    others: dict[str, str]
 
 
 _TRANSFORM = _Kind(
-    "transformation", Transformation, CONNECT_TRANSFORMS, BUNDLED_TRANSFORMS, TRANSFORMS_GROUP
+    "transformation", Transformation, CONNECT_TRANSFORMS, BUNDLED_TRANSFORMS, TRANSFORMS_GROUP,
+    OTHER_BUNDLED_TRANSFORMS,
+)  # fmt: skip
+_PREDICATE = _Kind(
+    "predicate", Predicate, CONNECT_PREDICATES, BUNDLED_PREDICATES, PREDICATES_GROUP, {}
 )
-_PREDICATE = _Kind("predicate", Predicate, CONNECT_PREDICATES, BUNDLED_PREDICATES, PREDICATES_GROUP)
 
 
 def transform_class(name: str) -> type[Transformation]:
@@ -88,6 +99,7 @@ def installed(kind: str) -> list[tuple[str, str | None]]:
     bundled ones under Connect's class names, then the entry points by class path."""
     k = _TRANSFORM if kind == "transformation" else _PREDICATE
     listed: list[tuple[str, str | None]] = [(k.connect_prefix + short, None) for short in k.bundled]
+    listed += [(name, None) for name in k.others]
     listed += [(path.replace(":", "."), alias) for alias, path in _entry_points(k).items()]
     return sorted(listed)
 
@@ -98,7 +110,9 @@ def _entry_points(kind: _Kind) -> dict[str, str]:
 
 def _find(kind: _Kind, name: str) -> type:
     short = name.removeprefix(kind.connect_prefix)
-    target = kind.bundled.get(short) or _entry_points(kind).get(name)
+    shorts = {full.rsplit(".", 1)[-1]: path for full, path in kind.others.items()}
+    others = {**kind.others, **shorts}
+    target = kind.bundled.get(short) or others.get(name) or _entry_points(kind).get(name)
     if target is None and name.startswith("org.apache.kafka.connect."):
         raise PluginError(f"Kafka Connect's {name} is not a {kind.what} eos has; {_known(kind)}")
     if target is None and ("." in name or ":" in name):

@@ -54,7 +54,8 @@ async def test_transforms_and_predicates_are_listed_as_connect_lists_them(
         "org.apache.kafka.connect.transforms.RegexRouter",
         "org.apache.kafka.connect.transforms.Filter",
     } <= by_type["transformation"]
-    assert len(by_type["transformation"]) == 26  # 10 with $Key and $Value, 6 without
+    # 10 with $Key and $Value, 6 without, and Debezium's ExtractNewRecordState
+    assert len(by_type["transformation"]) == 27
     assert by_type["predicate"] == {
         "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
         "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",

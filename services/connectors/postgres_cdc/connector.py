@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import eos
 from eos.api import (
     ConfigDef,
     ConnectorTransactionBoundaries,
@@ -13,7 +12,7 @@ from eos.api import (
     SourceConnector,
     SourceTask,
 )
-from services.connectors.postgres_cdc.settings import CONFIG_DEF, CdcSettings
+from services.connectors.postgres_cdc.settings import CONFIG_DEF, VERSION, CdcSettings
 
 
 class PostgresCdcSource(SourceConnector):
@@ -21,7 +20,7 @@ class PostgresCdcSource(SourceConnector):
         self._config: dict[str, str] = {}
 
     def version(self) -> str:
-        return eos.__version__
+        return VERSION
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

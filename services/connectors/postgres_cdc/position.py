@@ -2,7 +2,8 @@
 row from appearing twice across a snapshot and the stream.
 
 The stream part is Debezium's (``lsn_commit``: the commit LSN of the last database
-transaction written, ``lsn``: where the slot may be confirmed, ``txId``) plus ``events``
+transaction written, ``lsn``: where the slot may be confirmed — that commit LSN, or a
+heartbeat's WAL position — and ``txId``) plus ``events``
 when only the first ``events`` changes of that transaction are written (a transaction
 split at ``transaction.max.events``).
 

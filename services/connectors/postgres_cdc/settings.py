@@ -18,6 +18,8 @@ from eos.api import (
     setting,
 )
 
+VERSION = "1.0.0"
+"""The connector's version (``source.version`` of its records)."""
 SNAPSHOT_MODES = ("initial", "never", "initial_only", "when_needed", "no_data")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _CONNECTION = "Connection"

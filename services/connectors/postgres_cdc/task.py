@@ -22,7 +22,8 @@ written in parts, each part's records marked with the ``eos.cdc.transaction.part
 (its transaction's commit LSN at or below the offset's) is skipped.
 
 **The slot** is confirmed in :meth:`PostgresCdcTask.commit_record`: only a record whose
-Kafka transaction committed moves it, to that record's ``lsn``. When the captured tables
+Kafka transaction committed moves it, to that record's ``lsn`` (the commit LSN of the
+last database transaction it holds). When the captured tables
 are quiet, a heartbeat record (``heartbeat.interval.ms``) carries the server's WAL
 position so the slot moves on too.
 """
@@ -38,7 +39,6 @@ from typing import Any
 
 import anyio
 
-import eos
 from eos.api import (
     RecordBlock,
     RecordMetadata,
@@ -53,7 +53,7 @@ from services.connectors.postgres_cdc.column_types import UNAVAILABLE
 from services.connectors.postgres_cdc.envelope import Change, TableShape, sequence
 from services.connectors.postgres_cdc.position import Position
 from services.connectors.postgres_cdc.replication import ReplicationStream, SlotInUse
-from services.connectors.postgres_cdc.settings import CdcSettings
+from services.connectors.postgres_cdc.settings import VERSION, CdcSettings
 from services.connectors.postgres_cdc.snapshot import SnapshotReader, key_after
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class PostgresCdcTask(SourceTask):
         self._tables: list[str] = []
 
     def version(self) -> str:
-        return eos.__version__
+        return VERSION
 
     # ------------------------------------------------------------------ start
 
@@ -147,8 +147,7 @@ class PostgresCdcTask(SourceTask):
             new = await self._blocking(self._stream.create_slot, settings.slot, snapshot)
             exported, lsn = new.snapshot, new.consistent_lsn
             log.info("replication slot %s created at %s", settings.slot, pgoutput.lsn_text(lsn))
-            if not snapshot:
-                self._position.lsn = max(self._position.lsn, lsn)
+            self._position.lsn = max(self._position.lsn, lsn)  # the slot starts there
         elif snapshot:
             self._exporter = ReplicationStream(settings)
             await self._blocking(self._exporter.open)
@@ -197,7 +196,7 @@ class PostgresCdcTask(SourceTask):
         if shape is None or refresh:
             columns = await self._blocking(catalog.table_columns, self._catalog, table)
             shape = TableShape(
-                self._settings.prefix, self._settings.dbname, table, columns, eos.__version__
+                self._settings.prefix, self._settings.dbname, table, columns, VERSION
             )
             if shape.unmapped:
                 log.warning("table %s: columns of types Debezium does not map are left "
@@ -341,7 +340,11 @@ class PostgresCdcTask(SourceTask):
         position = self._position
         if txn.skip_events < 0:
             return
-        position.lsn_commit, position.lsn = commit.commit_lsn, commit.end_lsn
+        # the slot is confirmed at the commit record's start, not its end: psycopg2 moves a
+        # slot confirmed at (or past) the last message it received on to each keepalive's
+        # WAL end by itself, ahead of Kafka's offsets; a restart gets this transaction
+        # again and skips it (its commit LSN is the offset's)
+        position.lsn_commit = position.lsn = commit.commit_lsn
         position.tx_id, position.events = txn.begin.xid, None
         position.stream_moved(commit.commit_lsn)
         self._last_commit_lsn = commit.commit_lsn
