@@ -36,6 +36,8 @@ def cdc_config(postgres: PostgresServer, db: str, name: str, **extra: str) -> di
         "slot.name": f"{name}_slot".replace("-", "_"),
         "publication.name": f"{name}_pub".replace("-", "_"),
         "publication.autocreate.mode": "filtered",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "key.converter.schemas.enable": "false",
         "value.converter.schemas.enable": "false",
         "poll.interval.ms": "100",

@@ -93,7 +93,9 @@ def _numeric(typmod: int) -> Mapped:
             def parse_variable(text: str) -> Any:
                 if text == "NaN":
                     return None
-                value = decimal.Decimal(text)
+                value = decimal.Decimal(text).normalize()  # trailing zeros off, as Debezium
+                if value.as_tuple().exponent > 0:  # type: ignore[operator]
+                    value = value.quantize(1)
                 sign, digits, exponent = value.as_tuple()
                 assert isinstance(exponent, int)
                 unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
@@ -185,17 +187,16 @@ _INTERVAL = re.compile(
 
 
 def _interval_micros(text: str) -> int:
-    """An ISO 8601 interval (``IntervalStyle=iso_8601``) in microseconds, a month being
-    365.25 / 12 days (Debezium's ``MicroDuration``)."""
+    """An ISO 8601 interval (``IntervalStyle=iso_8601``) in microseconds, computed as
+    Debezium's ``MicroDuration`` computes it: in doubles, a month being 365.25 / 12 days,
+    truncated (so a long interval rounds as Debezium's does)."""
     match = _INTERVAL.fullmatch(text)
     if match is None:
         raise ValueError(f"not an ISO 8601 interval: {text!r}")
     part = {k: v or "0" for k, v in match.groupdict().items()}
-    months = int(part["y"]) * 12 + int(part["mo"])
-    days = months * _DAYS_PER_MONTH + int(part["d"])
-    seconds = int(part["h"]) * 3600 + int(part["mi"]) * 60
-    micros = round(decimal.Decimal(part["s"]) * 1_000_000)
-    return round(days * _MICROS_PER_DAY) + seconds * 1_000_000 + micros
+    days = (int(part["y"]) * 12 + int(part["mo"])) * _DAYS_PER_MONTH + int(part["d"])
+    seconds = ((days * 24 + int(part["h"])) * 60 + int(part["mi"])) * 60 + float(part["s"])
+    return int(seconds * 1e6)
 
 
 def _bytea(text: str) -> bytes:

@@ -3,13 +3,15 @@ calls, run in the worker's thread pool).
 
 A chunk is up to ``snapshot.fetch.size`` rows of one table after a key, in key order
 (keyset pagination on the primary key, so a chunk costs the same at any depth); a table
-without a primary key is one chunk. Every column is read as its text (``col::text``), the
-very text ``pgoutput`` sends, so a row reads the same here and in the stream.
+without a primary key is one chunk. Every column is read as its type's output text, the
+very text ``pgoutput`` sends, so a row reads the same here and in the stream: psycopg2
+is told to hand each column's type over as the server's text. (A cast to ``text`` would
+not do: ``char(n)`` loses its padding and ``inet`` gains a netmask.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from services.connectors.postgres_cdc.catalog import connect
@@ -42,6 +44,8 @@ class SnapshotReader:
         )
         with self._conn.cursor() as cur:
             cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
+        self._described: set[str] = set()
+        self._text_oids: set[int] = set()
 
     def chunk(
         self, shape: TableShape, after: KeyTexts | None, limit: int
@@ -49,7 +53,7 @@ class SnapshotReader:
         """Up to ``limit`` rows of ``shape``'s table after key ``after`` (None: from the
         start), each as column name → text."""
         names = [c.name for c in shape.columns]
-        columns = ", ".join(f"r.{quote(n)}::text" for n in names)
+        columns = ", ".join(f"r.{quote(n)}" for n in names)
         sql = f"SELECT {columns} FROM {quoted_table(shape.name)} r"
         params: list[Any] = []
         if shape.key_names:
@@ -61,12 +65,30 @@ class SnapshotReader:
                 params += after
             sql += f" ORDER BY {keys} LIMIT {int(limit)}"
         with self._conn.cursor() as cur:
+            if shape.name not in self._described:
+                cur.execute(f"SELECT {columns} FROM {quoted_table(shape.name)} r LIMIT 0")
+                self._as_text(column.type_code for column in cur.description or ())
+                self._described.add(shape.name)
             cur.execute(sql, params)
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def _as_text(self, oids: Iterable[int]) -> None:
+        """Columns of these types come as the server's text (None for NULL)."""
+        import psycopg2.extensions
+
+        new = tuple(set(oids) - self._text_oids)
+        if new:
+            caster = psycopg2.extensions.new_type(new, "EOS_TEXT", _as_is)
+            psycopg2.extensions.register_type(caster, self._conn)
+            self._text_oids.update(new)
 
     def close(self) -> None:
         self._conn.rollback()
         self._conn.close()
+
+
+def _as_is(value: str | bytes | None, cursor: Any) -> str | bytes | None:
+    return value
 
 
 def key_after(conn: Any, shape: TableShape, key: Sequence[str | None], start: KeyTexts) -> bool:

@@ -1,0 +1,193 @@
+"""PostgresCdcSource next to Debezium's PostgreSQL connector (3.6.1 from Maven Central, in
+Kafka Connect's Java worker) on the same tables: the same keys, the same ``after``
+images for every row of the snapshot and for every change after it, and the same key and
+row schemas (names, types, optional-ness, parameters), both through Connect's
+JsonConverter."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from eos.kafka import ClientConfig
+from eos.kafka.admin import ensure_topic
+from tests.debezium_peer import CONNECTOR, connect_worker
+from tests.integration.jdbc_helpers import committed
+from tests.integration.test_postgres_cdc import cdc_config
+from tests.integration.worker_harness import running_worker, worker_props
+from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
+
+pytestmark = [pytest.mark.system, pytest.mark.timeout(900)]
+__all__ = ["postgres"]
+
+ROWS = 1_000_000
+TYPED_ROWS = 300
+
+COLUMNS = """
+    id bigint PRIMARY KEY, i2 smallint, i4 int NOT NULL, f8 float8, f4 real, b boolean,
+    n numeric(12,3), nv numeric, t text, vc varchar(20), c char(4), d date,
+    ts timestamp, ts3 timestamp(3), tstz timestamptz, tm time, js jsonb, j json, u uuid,
+    by bytea, ia int[], ta text[], m mood, iv interval
+"""
+VALUES = """
+    g, (g % 30000)::smallint, g::int, g / 7.0, (g / 3.0)::real, g % 2 = 0,
+    (g / 8.0)::numeric(12,3), (g / 16.0)::numeric, 'text ' || g, 'v' || g, 'c' || (g % 10),
+    DATE '2024-01-01' + (g % 1000), TIMESTAMP '2024-01-01 00:00:00' + g * INTERVAL '1.001 s',
+    TIMESTAMP '2024-01-01 00:00:00' + g * INTERVAL '1.5 ms',
+    TIMESTAMPTZ '2024-01-01 00:00:00+02' + g * INTERVAL '1.000001 s',
+    TIME '00:00:00' + (g % 86400) * INTERVAL '1.25 s', jsonb_build_object('g', g, 'a', 'x'),
+    json_build_object('g', g), md5(g::text)::uuid, decode(md5(g::text), 'hex'),
+    ARRAY[g, g + 1], ARRAY['a' || g, NULL, 'b c'],
+    (ARRAY['sad', 'ok', 'happy'])[g % 3 + 1]::mood, g * INTERVAL '1 day 2 hours 3.5 s'
+"""
+
+
+def _table(postgres: PostgresServer, db: str, rows: int) -> None:
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
+        conn.execute(f"CREATE TABLE items ({COLUMNS})")
+        conn.execute(f"INSERT INTO items SELECT {VALUES} FROM generate_series(1, {int(rows)}) g")
+
+
+def _changes(postgres: PostgresServer, db: str) -> None:
+    with postgres.connect(db) as conn:
+        conn.execute(
+            f"INSERT INTO items SELECT {VALUES} FROM generate_series(10000001, 10000020) g"
+        )
+        conn.execute("UPDATE items SET t = 'changed', tstz = now() WHERE id % 50 = 0")
+        conn.execute("DELETE FROM items WHERE id % 70 = 0 AND id < 1000")
+
+
+def _debezium_config(postgres: PostgresServer, db: str, name: str, schemas: bool) -> dict[str, str]:
+    return {
+        "connector.class": CONNECTOR,
+        "database.hostname": "127.0.0.1",
+        "database.port": str(postgres.port),
+        "database.user": USER,
+        "database.password": PASSWORD,
+        "database.dbname": db,
+        "topic.prefix": name,
+        "plugin.name": "pgoutput",
+        "slot.name": f"{name}_slot".replace("-", "_"),
+        "publication.name": f"{name}_pub".replace("-", "_"),
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public.items",
+        "exactly.once.support": "required",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": str(schemas).lower(),
+        "value.converter.schemas.enable": str(schemas).lower(),
+    }
+
+
+def _read(bootstrap: str, topic: str, count: int, timeout: float = 600) -> list[tuple[Any, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = [(k, v) for _, k, v in committed(bootstrap, topic, timeout=120)]
+        except Exception:  # the topic is not there yet
+            got = []
+        if len(got) >= count or time.monotonic() > deadline:
+            return got
+        time.sleep(2)
+
+
+def _run_both(
+    postgres: PostgresServer, db: str, bootstrap: str, client_config: ClientConfig,
+    unique_name: Callable[[str], str], tmp_path: Path, rows: int, schemas: bool,
+) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:  # fmt: skip
+    """Debezium's and eos's records of ``items`` (schema names with the topic prefix
+    ``P``): the snapshot of ``rows`` rows, then the changes of :func:`_changes`."""
+    dbz, eos = unique_name("dbz"), unique_name("eos")
+    for prefix in (dbz, eos):
+        anyio.run(functools.partial(ensure_topic, client_config, f"{prefix}.public.items",
+                                    partitions=1))  # fmt: skip
+    changes = 20 + rows // 50 + 2 * len([i for i in range(70, min(rows, 1000), 70)])
+    with connect_worker(bootstrap, tmp_path) as (url, _):
+        body = {"name": dbz, "config": _debezium_config(postgres, db, dbz, schemas)}
+        httpx.post(f"{url}/connectors", json=body, timeout=60).raise_for_status()
+        config = cdc_config(
+            postgres, db, eos, table_include_list="public.items",
+            key_converter_schemas_enable=str(schemas).lower(),
+            value_converter_schemas_enable=str(schemas).lower(),
+        )  # fmt: skip
+
+        async def eos_side() -> list[tuple[Any, Any]]:
+            props = worker_props(bootstrap, unique_name("g"))
+            async with running_worker(props, [config]) as worker:
+                await worker.wait_for_tasks(eos, "RUNNING", 1)
+                await anyio.to_thread.run_sync(_read, bootstrap, f"{eos}.public.items", rows)
+                dbz_got = await anyio.to_thread.run_sync(
+                    _read, bootstrap, f"{dbz}.public.items", rows
+                )
+                assert len(dbz_got) >= rows, "Debezium's snapshot did not finish"
+                await anyio.sleep(3)  # both streaming
+                await anyio.to_thread.run_sync(_changes, postgres, db)
+                return await anyio.to_thread.run_sync(
+                    _read, bootstrap, f"{eos}.public.items", rows + changes
+                )
+
+        eos_got = anyio.run(eos_side)
+        dbz_got = _read(bootstrap, f"{dbz}.public.items", rows + changes)
+    if not schemas:
+        return dbz_got, eos_got
+    return _unprefixed(dbz_got, dbz), _unprefixed(eos_got, eos)
+
+
+def _unprefixed(got: list[tuple[Any, Any]], prefix: str) -> list[tuple[Any, Any]]:
+    return [json.loads(json.dumps(pair).replace(f'"{prefix}.', '"P.')) for pair in got]
+
+
+def test_snapshot_and_changes_match_debezium(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    db = postgres.database("cdc_peer")
+    _table(postgres, db, ROWS)
+    dbz_got, eos_got = _run_both(
+        postgres, db, bootstrap, client_config, unique_name, tmp_path, ROWS, False
+    )
+    assert len(eos_got) == len(dbz_got)
+    for (dbz_key, dbz_value), (eos_key, eos_value) in zip(dbz_got, eos_got, strict=True):
+        assert eos_key == dbz_key
+        if dbz_value is None:
+            assert eos_value is None
+            continue
+        assert eos_value["op"] == dbz_value["op"], (eos_key, eos_value["op"], dbz_value["op"])
+        assert eos_value["after"] == dbz_value["after"], eos_key
+        assert eos_value["before"] == dbz_value["before"], eos_key
+
+
+def test_schemas_match_debezium(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    db = postgres.database("cdc_schema")
+    _table(postgres, db, TYPED_ROWS)
+    dbz_got, eos_got = _run_both(
+        postgres, db, bootstrap, client_config, unique_name, tmp_path, TYPED_ROWS, True
+    )
+    (dbz_key, dbz_value), (eos_key, eos_value) = dbz_got[0], eos_got[0]
+    assert eos_key == dbz_key
+    dbz_fields = {f["field"]: f for f in dbz_value["schema"]["fields"]}
+    eos_fields = {f["field"]: f for f in eos_value["schema"]["fields"]}
+    assert eos_fields["after"] == dbz_fields["after"]
+    assert eos_fields["before"] == dbz_fields["before"]
+    assert eos_value["schema"]["name"] == dbz_value["schema"]["name"]
+    rows = [[(k, None if v is None else (v["payload"]["before"], v["payload"]["after"]))
+             for k, v in got] for got in (eos_got, dbz_got)]  # fmt: skip
+    assert rows[0] == rows[1]
