@@ -121,9 +121,10 @@ class PostgresServer:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def start_postgres() -> PostgresServer:
+def start_postgres(*, logical: bool = True) -> PostgresServer:
     """Initialise and start a server in a new temporary directory (owned by ``postgres``,
-    outside pytest's root-only temporary tree); returns once it accepts connections."""
+    outside pytest's root-only temporary tree); returns once it accepts connections.
+    ``logical``: with ``wal_level=logical`` (else the default, ``replica``)."""
     ensure_postgres()
     home = Path(tempfile.mkdtemp(prefix="eos-postgres-"))
     shutil.chown(home, "postgres", "postgres")
@@ -141,8 +142,9 @@ def start_postgres() -> PostgresServer:
             f"-p {server.port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
             # logical replication, for PostgresCdcSource (a slot per test connector)
-            "-c wal_level=logical -c max_replication_slots=40 -c max_wal_senders=40"
-        )
+            + ("-c wal_level=logical -c max_replication_slots=40 -c max_wal_senders=40"
+               if logical else "")
+        )  # fmt: skip
         _as_postgres(
             BIN / "pg_ctl", "-D", server.data, "-l", home / "postgres.log", "-o", options,
             "-w", "-t", str(_START_TIMEOUT), "start",

@@ -5,6 +5,7 @@ FAILED reason."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,15 +16,27 @@ import pytest
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from services.connectors.postgres_cdc.pgoutput import parse_lsn
+from services.dev_registry import RegistryState
 from tests.integration.jdbc_helpers import committed
+from tests.integration.registry_readers import read_avro, schema_id
 from tests.integration.worker_harness import running_worker, worker_props
-from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
+from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres, start_postgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+AVRO = "io.confluent.connect.avro.AvroConverter"
 __all__ = ["postgres"]
 
 
 def cdc_config(postgres: PostgresServer, db: str, name: str, **extra: str) -> dict[str, str]:
+    """A PostgresCdcSource config (``extra``: ``snapshot_mode="never"`` is
+    ``snapshot.mode=never``); JSON without schemas unless ``extra`` names converters."""
+    settings = {k.replace("_", "."): v for k, v in extra.items()}
+    json_converters = {
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
+    }
     return {
         "name": name,
         "connector.class": "PostgresCdcSource",
@@ -36,12 +49,9 @@ def cdc_config(postgres: PostgresServer, db: str, name: str, **extra: str) -> di
         "slot.name": f"{name}_slot".replace("-", "_"),
         "publication.name": f"{name}_pub".replace("-", "_"),
         "publication.autocreate.mode": "filtered",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "false",
-        "value.converter.schemas.enable": "false",
         "poll.interval.ms": "100",
-        **{k.replace("_", "."): v for k, v in extra.items()},
+        **({} if "value.converter" in settings else json_converters),
+        **settings,
     }
 
 
@@ -218,3 +228,160 @@ async def test_bad_setups_fail_with_one_reason(
     assert expected in trace, trace
     assert "not-the-password" not in trace
     assert PASSWORD not in trace
+
+
+async def test_a_server_without_logical_wal_is_one_reason(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    server = await anyio.to_thread.run_sync(functools.partial(start_postgres, logical=False))
+    try:
+        db = server.database("cdc")
+        name = unique_name("cdc")
+        config = cdc_config(server, db, name)
+        async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+            status = await worker.wait_for_tasks(name, "FAILED", 1)
+    finally:
+        server.stop()
+    trace = status["tasks"][0]["trace"]
+    assert "wal_level=replica: change data capture needs wal_level=logical" in trace
+
+
+async def test_a_slot_in_use_is_one_reason(
+    postgres: PostgresServer, bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    first, second = unique_name("cdc"), unique_name("cdc")
+    one = cdc_config(postgres, db, first)
+    two = {**cdc_config(postgres, db, second), "slot.name": one["slot.name"],
+           "publication.name": one["publication.name"], "slot.max.retries": "1",
+           "slot.retry.delay.ms": "200"}  # fmt: skip
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [one]) as worker:
+        await worker.wait_for_tasks(first, "RUNNING", 1)
+        await worker.http.post("/connectors", json={"name": second, "config": two})
+        status = await worker.wait_for_tasks(second, "FAILED", 1)
+        assert (await worker.status(first))["tasks"][0]["state"] == "RUNNING"
+    trace = status["tasks"][0]["trace"]
+    assert f"another connection streams from replication slot {one['slot.name']}" in trace
+
+
+async def test_a_table_without_primary_key_has_null_keys(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+) -> None:
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE log (line text)")
+        conn.execute("INSERT INTO log SELECT 'line ' || g FROM generate_series(1, 30) g")
+    name = unique_name("cdc")
+    topic = f"{name}.public.log"
+    await ensure_topic(client_config, topic, partitions=1)
+    config = cdc_config(postgres, db, name, snapshot_fetch_size="7")
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+        await worker.wait_for_tasks(name, "RUNNING", 1)
+        with postgres.connect(db) as conn:
+            conn.execute("INSERT INTO log VALUES ('after')")
+        got = await anyio.to_thread.run_sync(wait_for, bootstrap, topic, 31)
+    assert [key for _, key, _ in got] == [None] * 31
+    assert [v["op"] for _, _, v in got] == ["r"] * 30 + ["c"]
+    assert got[-1][2]["after"] == {"line": "after"}
+
+
+def _raw(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list[tuple[bytes, bytes]]:
+    """(key, value) bytes of ``topic``'s first ``count`` committed records."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"raw-{topic}",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        got: list[tuple[bytes, bytes]] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < count and time.monotonic() < deadline:
+            for message in consumer.consume(100, timeout=0.5):
+                if message.error() is None:
+                    got.append((message.key(), message.value()))
+        return got
+    finally:
+        consumer.close()
+
+
+async def test_a_column_added_mid_stream_is_a_new_avro_version(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    dev_registry: RegistryState,
+    unique_name: Callable[[str], str],
+) -> None:
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, a text NOT NULL)")
+        conn.execute("INSERT INTO t VALUES (1, 'one')")
+    name = unique_name("cdc")
+    topic = f"{name}.public.t"
+    await ensure_topic(client_config, topic, partitions=1)
+    avro = {
+        "key_converter": AVRO, "value_converter": AVRO,
+        "key_converter_schema_registry_url": dev_registry.url,
+        "value_converter_schema_registry_url": dev_registry.url,
+    }  # fmt: skip
+    config = cdc_config(postgres, db, name, schema_name_adjustment_mode="avro", **avro)
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+        await worker.wait_for_tasks(name, "RUNNING", 1)
+        await anyio.to_thread.run_sync(_raw, bootstrap, topic, 1)
+        with postgres.connect(db) as conn:
+            conn.execute("INSERT INTO t VALUES (2, 'two')")
+            conn.execute("ALTER TABLE t ADD COLUMN b int")
+            conn.execute("INSERT INTO t VALUES (3, 'three', 5)")
+            conn.execute("UPDATE t SET b = 7 WHERE id = 1")
+        got = await anyio.to_thread.run_sync(_raw, bootstrap, topic, 4)
+    assert len(got) == 4
+    values = [read_avro(dev_registry.url, topic, value) for _, value in got]
+    keys = [read_avro(dev_registry.url, topic, key, key=True) for key, _ in got]
+    assert keys == [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 1}]
+    assert [v["op"] for v in values] == ["r", "c", "c", "u"]
+    assert values[1]["after"] == {"id": 2, "a": "two"}
+    assert values[2]["after"] == {"id": 3, "a": "three", "b": 5}
+    assert values[3]["after"] == {"id": 1, "a": "one", "b": 7}
+    assert schema_id(got[1][1]) != schema_id(got[2][1])
+    assert schema_id(got[2][1]) == schema_id(got[3][1])
+
+
+async def test_heartbeats_move_the_slot_while_the_tables_are_quiet(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+) -> None:
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE captured (id int PRIMARY KEY)")
+        conn.execute("CREATE TABLE busy (id serial PRIMARY KEY, filler text)")
+    name = unique_name("cdc")
+    await ensure_topic(client_config, f"{name}.public.captured", partitions=1)
+    config = cdc_config(
+        postgres, db, name, table_include_list="public.captured", heartbeat_interval_ms="300"
+    )
+    slot = config["slot.name"]
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+        await worker.wait_for_tasks(name, "RUNNING", 1)
+        await anyio.sleep(1)
+        before = slot_confirmed(postgres, db, slot)
+        with postgres.connect(db) as conn:
+            for _ in range(20):
+                conn.execute("INSERT INTO busy (filler) SELECT repeat('x', 1000)")
+            written = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert written is not None
+        deadline = time.monotonic() + 30
+        while slot_confirmed(postgres, db, slot) < parse_lsn(written[0]):
+            assert time.monotonic() < deadline, "the slot did not move"
+            await anyio.sleep(0.2)
+    assert slot_confirmed(postgres, db, slot) > before
+    beats = committed(bootstrap, f"__debezium-heartbeat.{name}")
+    assert beats
+    assert beats[-1][1] == {"serverName": name}

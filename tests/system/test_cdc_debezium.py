@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +22,15 @@ import pytest
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
 from tests.debezium_peer import CONNECTOR, connect_worker
-from tests.integration.jdbc_helpers import committed
+from tests.integration.jdbc_helpers import committed, end_offsets
 from tests.integration.test_postgres_cdc import cdc_config
-from tests.integration.worker_harness import running_worker, worker_props
+from tests.integration.worker_harness import WorkerProcess, worker_props
 from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(900)]
 __all__ = ["postgres"]
 
-ROWS = 1_000_000
+ROWS = 20_000
 TYPED_ROWS = 300
 
 COLUMNS = """
@@ -100,50 +102,87 @@ def _read(bootstrap: str, topic: str, count: int, timeout: float = 600) -> list[
         time.sleep(2)
 
 
-def _run_both(
+class Lockstep:
+    """Both topics read side by side (read_committed, by confluent-kafka), record by
+    record, holding only what one side is ahead by."""
+
+    def __init__(self, bootstrap: str, topics: tuple[str, str]) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.consumers = []
+        for topic in topics:
+            consumer = Consumer({
+                "bootstrap.servers": bootstrap, "group.id": f"lockstep-{topic}",
+                "isolation.level": "read_committed", "enable.auto.commit": False,
+            })  # fmt: skip
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            self.consumers.append(consumer)
+        self.queues: tuple[deque[tuple[Any, Any]], ...] = (deque(), deque())
+
+    def pairs(self, count: int, timeout: float) -> Iterator[tuple[Any, Any]]:
+        deadline = time.monotonic() + timeout
+        for _ in range(count):
+            for consumer, queue in zip(self.consumers, self.queues, strict=True):
+                while not queue:
+                    assert time.monotonic() < deadline, "a side stopped short"
+                    for message in consumer.consume(5000, timeout=0.5):
+                        if message.error() is None:
+                            queue.append((_json(message.key()), _json(message.value())))
+            yield self.queues[0].popleft(), self.queues[1].popleft()
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            consumer.close()
+
+
+def _json(data: bytes | None) -> Any:
+    return None if data is None else json.loads(data)
+
+
+def _started(bootstrap: str, topic: str) -> bool:
+    try:
+        return end_offsets(bootstrap, topic) > 0
+    except Exception:  # not created yet
+        return False
+
+
+def _changes_count(rows: int) -> int:
+    return 20 + rows // 50 + 2 * len(range(70, min(rows, 1000), 70))
+
+
+@contextmanager
+def _both_running(
     postgres: PostgresServer, db: str, bootstrap: str, client_config: ClientConfig,
-    unique_name: Callable[[str], str], tmp_path: Path, rows: int, schemas: bool,
-) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:  # fmt: skip
-    """Debezium's and eos's records of ``items`` (schema names with the topic prefix
-    ``P``): the snapshot of ``rows`` rows, then the changes of :func:`_changes`."""
+    unique_name: Callable[[str], str], tmp_path: Path, schemas: bool,
+) -> Iterator[tuple[str, str]]:  # fmt: skip
+    """Debezium's connector and PostgresCdcSource on ``items``, both snapshotting, then
+    the changes of :func:`_changes` once both have their slot: the topics (Debezium's,
+    eos's) until the block ends."""
     dbz, eos = unique_name("dbz"), unique_name("eos")
-    for prefix in (dbz, eos):
-        anyio.run(functools.partial(ensure_topic, client_config, f"{prefix}.public.items",
-                                    partitions=1))  # fmt: skip
-    changes = 20 + rows // 50 + 2 * len([i for i in range(70, min(rows, 1000), 70)])
+    topics = f"{dbz}.public.items", f"{eos}.public.items"
+    for topic in topics:
+        anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=1))
+    config = cdc_config(
+        postgres, db, eos, table_include_list="public.items",
+        key_converter_schemas_enable=str(schemas).lower(),
+        value_converter_schemas_enable=str(schemas).lower(),
+    )  # fmt: skip
+    (tmp_path / "eos").mkdir()
+    worker = WorkerProcess(tmp_path / "eos", worker_props(bootstrap, unique_name("g")), [config])
     with connect_worker(bootstrap, tmp_path) as (url, _):
         body = {"name": dbz, "config": _debezium_config(postgres, db, dbz, schemas)}
         httpx.post(f"{url}/connectors", json=body, timeout=60).raise_for_status()
-        config = cdc_config(
-            postgres, db, eos, table_include_list="public.items",
-            key_converter_schemas_enable=str(schemas).lower(),
-            value_converter_schemas_enable=str(schemas).lower(),
-        )  # fmt: skip
-
-        async def eos_side() -> list[tuple[Any, Any]]:
-            props = worker_props(bootstrap, unique_name("g"))
-            async with running_worker(props, [config]) as worker:
-                await worker.wait_for_tasks(eos, "RUNNING", 1)
-                await anyio.to_thread.run_sync(_read, bootstrap, f"{eos}.public.items", rows)
-                dbz_got = await anyio.to_thread.run_sync(
-                    _read, bootstrap, f"{dbz}.public.items", rows
-                )
-                assert len(dbz_got) >= rows, "Debezium's snapshot did not finish"
-                await anyio.sleep(3)  # both streaming
-                await anyio.to_thread.run_sync(_changes, postgres, db)
-                return await anyio.to_thread.run_sync(
-                    _read, bootstrap, f"{eos}.public.items", rows + changes
-                )
-
-        eos_got = anyio.run(eos_side)
-        dbz_got = _read(bootstrap, f"{dbz}.public.items", rows + changes)
-    if not schemas:
-        return dbz_got, eos_got
-    return _unprefixed(dbz_got, dbz), _unprefixed(eos_got, eos)
-
-
-def _unprefixed(got: list[tuple[Any, Any]], prefix: str) -> list[tuple[Any, Any]]:
-    return [json.loads(json.dumps(pair).replace(f'"{prefix}.', '"P.')) for pair in got]
+        worker.start()
+        try:
+            worker.wait_running(eos, 1, 120)
+            deadline = time.monotonic() + 300
+            while not all(_started(bootstrap, t) for t in topics):
+                assert time.monotonic() < deadline, "a snapshot did not start"
+                time.sleep(0.5)
+            _changes(postgres, db)
+            yield topics
+        finally:
+            worker.stop()
 
 
 def test_snapshot_and_changes_match_debezium(
@@ -155,18 +194,21 @@ def test_snapshot_and_changes_match_debezium(
 ) -> None:
     db = postgres.database("cdc_peer")
     _table(postgres, db, ROWS)
-    dbz_got, eos_got = _run_both(
-        postgres, db, bootstrap, client_config, unique_name, tmp_path, ROWS, False
-    )
-    assert len(eos_got) == len(dbz_got)
-    for (dbz_key, dbz_value), (eos_key, eos_value) in zip(dbz_got, eos_got, strict=True):
-        assert eos_key == dbz_key
-        if dbz_value is None:
-            assert eos_value is None
-            continue
-        assert eos_value["op"] == dbz_value["op"], (eos_key, eos_value["op"], dbz_value["op"])
-        assert eos_value["after"] == dbz_value["after"], eos_key
-        assert eos_value["before"] == dbz_value["before"], eos_key
+    count = ROWS + _changes_count(ROWS)
+    args = postgres, db, bootstrap, client_config, unique_name, tmp_path
+    with _both_running(*args, False) as topics:
+        lockstep = Lockstep(bootstrap, topics)
+        try:
+            for (dbz_key, dbz_value), (eos_key, eos_value) in lockstep.pairs(count, 900):
+                assert eos_key == dbz_key
+                if dbz_value is None:
+                    assert eos_value is None, eos_key
+                    continue
+                assert eos_value["op"] == dbz_value["op"], (eos_key, eos_value, dbz_value)
+                assert eos_value["after"] == dbz_value["after"], eos_key
+                assert eos_value["before"] == dbz_value["before"], eos_key
+        finally:
+            lockstep.close()
 
 
 def test_schemas_match_debezium(
@@ -178,9 +220,11 @@ def test_schemas_match_debezium(
 ) -> None:
     db = postgres.database("cdc_schema")
     _table(postgres, db, TYPED_ROWS)
-    dbz_got, eos_got = _run_both(
-        postgres, db, bootstrap, client_config, unique_name, tmp_path, TYPED_ROWS, True
-    )
+    count = TYPED_ROWS + _changes_count(TYPED_ROWS)
+    args = postgres, db, bootstrap, client_config, unique_name, tmp_path
+    with _both_running(*args, True) as (dbz_topic, eos_topic):
+        dbz_got = _unprefixed(_read(bootstrap, dbz_topic, count), dbz_topic)
+        eos_got = _unprefixed(_read(bootstrap, eos_topic, count), eos_topic)
     (dbz_key, dbz_value), (eos_key, eos_value) = dbz_got[0], eos_got[0]
     assert eos_key == dbz_key
     dbz_fields = {f["field"]: f for f in dbz_value["schema"]["fields"]}
@@ -191,3 +235,9 @@ def test_schemas_match_debezium(
     rows = [[(k, None if v is None else (v["payload"]["before"], v["payload"]["after"]))
              for k, v in got] for got in (eos_got, dbz_got)]  # fmt: skip
     assert rows[0] == rows[1]
+
+
+def _unprefixed(got: list[tuple[Any, Any]], topic: str) -> list[tuple[Any, Any]]:
+    """Schema names with the topic's prefix as ``P``."""
+    prefix = topic.removesuffix(".public.items")
+    return [json.loads(json.dumps(pair).replace(f'"{prefix}.', '"P.')) for pair in got]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -92,11 +93,12 @@ class TableShape:
 
     def __init__(
         self, prefix: str, database: str, name: str, columns: Sequence[CatalogColumn],
-        version: str,
+        version: str, *, avro_names: bool = False,
     ) -> None:  # fmt: skip
         self.schema_name, _, self.table = name.partition(".")
         self.name, self.prefix, self.database, self.version = name, prefix, database, version
         self.topic = f"{prefix}.{name}"
+        named = avro_name(self.topic) if avro_names else self.topic
         self.columns: list[_Column] = []
         self.unmapped: list[str] = []
         for column in columns:
@@ -113,16 +115,16 @@ class TableShape:
         by_name = {c.name: c for c in self.columns}
         self.key_schema: Schema | None = None
         if self.key_names:
-            builder = SchemaBuilder.struct().name(f"{self.topic}.Key")
+            builder = SchemaBuilder.struct().name(f"{named}.Key")
             for key in self.key_names:
                 builder.field(key, by_name[key].schema)
             self.key_schema = builder.build()
-        builder = SchemaBuilder.struct().name(f"{self.topic}.Value").optional()
+        builder = SchemaBuilder.struct().name(f"{named}.Value").optional()
         for shaped in self.columns:
             builder.field(shaped.name, shaped.schema)
         self.value_schema = builder.build()
         self.envelope_schema = (
-            SchemaBuilder.struct().name(f"{self.topic}.Envelope").version(2)
+            SchemaBuilder.struct().name(f"{named}.Envelope").version(2)
             .field("before", self.value_schema)
             .field("after", self.value_schema)
             .field("source", SOURCE_SCHEMA)
@@ -186,6 +188,14 @@ class TableShape:
             deleted.source_partition, offset, self.topic, None, key=deleted.key,
             key_schema=self.key_schema, value_schema=None, timestamp=deleted.timestamp,
         )  # fmt: skip
+
+
+def avro_name(name: str) -> str:
+    """``name`` with each dotted part made a valid Avro name (Debezium's
+    ``schema.name.adjustment.mode=avro``): other characters become ``_``, as does a
+    leading digit."""
+    parts = [re.sub(r"[^A-Za-z0-9_]", "_", part) for part in name.split(".")]
+    return ".".join(f"_{p[1:]}" if p[:1].isdigit() else p for p in parts)
 
 
 def sequence(last_commit_lsn: int | None, lsn: int) -> str:

@@ -73,6 +73,15 @@ class CdcSettings:
         "Drop the slot when the task stops for good (the connector deleted or stopped); "
         "the next start snapshots again as snapshot.mode says.", _CAPTURE,
     )  # fmt: skip
+    slot_max_retries: int = setting(
+        "slot.max.retries", Type.INT, 6, Range(at_least=0), Importance.LOW,
+        "How many times to try again for a slot another connection still holds (a "
+        "predecessor the server has not yet seen go) before the task fails.", _CAPTURE,
+    )  # fmt: skip
+    slot_retry_delay: float = setting(
+        "slot.retry.delay.ms", Type.LONG, 10000, Range(at_least=0), Importance.LOW,
+        "How long to wait between those tries.", _CAPTURE, convert=_seconds,
+    )  # fmt: skip
     publication: str = setting(
         "publication.name", Type.STRING, "dbz_publication", NonEmpty(), Importance.MEDIUM,
         "The publication whose tables are captured.", _CAPTURE,
@@ -130,6 +139,12 @@ class CdcSettings:
     tombstones_on_delete: bool = setting(
         "tombstones.on.delete", Type.BOOLEAN, True, None, Importance.LOW,
         "Write a tombstone (the key, a null value) after each delete.", _CAPTURE,
+    )  # fmt: skip
+    name_adjustment: str = setting(
+        "schema.name.adjustment.mode", Type.STRING, "none", OneOf("none", "avro"),
+        Importance.LOW,
+        "avro: characters an Avro name may not hold (a '-' in topic.prefix) become '_' in "
+        "schema names, as the Avro converter needs; none: names as they are.", _CAPTURE,
     )  # fmt: skip
     poll_interval: float = setting(
         "poll.interval.ms", Type.LONG, 500, Range(at_least=1), Importance.LOW,

@@ -59,11 +59,6 @@ from services.connectors.postgres_cdc.snapshot import SnapshotReader, key_after
 log = logging.getLogger(__name__)
 
 PART_HEADER = "eos.cdc.transaction.part"
-SLOT_RETRIES = 6
-SLOT_RETRY_SECONDS = 10.0
-"""A slot still held by a predecessor (a SIGKILLed worker's connection the server has not
-yet closed) is tried again this often, this many times — Debezium's ``slot.max.retries``
-and ``slot.retry.delay.ms`` defaults."""
 HEARTBEAT_KEY = (
     SchemaBuilder.struct().name("io.debezium.connector.common.ServerNameKey").version(1)
     .field("serverName", SchemaBuilder.string().build()).build()
@@ -172,20 +167,20 @@ class PostgresCdcTask(SourceTask):
         assert self._settings is not None
         assert self._stream is not None
         settings = self._settings
-        for attempt in range(SLOT_RETRIES + 1):
+        for attempt in range(settings.slot_max_retries + 1):
             try:
                 await self._blocking(self._stream.start, settings.slot, self._position.lsn)
                 break
             except SlotInUse as exc:
-                if attempt == SLOT_RETRIES:
+                if attempt == settings.slot_max_retries:
                     raise catalog.CdcSetupError(
                         f"{exc}: another connection streams from replication slot "
                         f"{settings.slot} (another connector with the same slot.name, or "
                         "a predecessor that has not let go); give each connector its own "
                         "slot.name"
                     ) from None
-                log.warning("%s; trying again in %.0f s", exc, SLOT_RETRY_SECONDS)
-                await anyio.sleep(SLOT_RETRY_SECONDS)
+                log.warning("%s; trying again in %.1f s", exc, settings.slot_retry_delay)
+                await anyio.sleep(settings.slot_retry_delay)
         self._phase = "stream"
         log.info("streaming from slot %s after %s", settings.slot,
                  pgoutput.lsn_text(self._position.lsn))  # fmt: skip
@@ -196,7 +191,12 @@ class PostgresCdcTask(SourceTask):
         if shape is None or refresh:
             columns = await self._blocking(catalog.table_columns, self._catalog, table)
             shape = TableShape(
-                self._settings.prefix, self._settings.dbname, table, columns, VERSION
+                self._settings.prefix,
+                self._settings.dbname,
+                table,
+                columns,
+                VERSION,
+                avro_names=self._settings.name_adjustment == "avro",
             )
             if shape.unmapped:
                 log.warning("table %s: columns of types Debezium does not map are left "
