@@ -148,6 +148,17 @@ class Struct:
         for name, value in (values or {}).items():
             self.put(name, value)
 
+    @classmethod
+    def unchecked(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A Struct of ``schema`` holding ``values`` (one per field, in field order; the
+        list is kept, not copied) without checking them against the schema: for values
+        right by construction, built per row where checking every field would cost more
+        than building it (:meth:`validate` checks them all)."""
+        struct = cls.__new__(cls)
+        struct.schema = schema
+        struct._values = values
+        return struct
+
     def _field(self, name: str | Field) -> Field:
         if isinstance(name, Field):
             return name

@@ -89,10 +89,7 @@ def struct_of(schema: Schema, values: list[Any]) -> Struct:
     """A Struct of ``schema`` holding ``values`` in field order, without checking them:
     for values taken from a valid Struct whose field schemas are the same (checking each
     again would cost more than the transform)."""
-    struct: Struct = _new(Struct)
-    struct.schema = schema
-    struct._values = values
-    return struct
+    return Struct.unchecked(schema, values)
 
 
 Defaults = tuple[tuple[int, Any], ...]

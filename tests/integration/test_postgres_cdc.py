@@ -305,7 +305,7 @@ def _raw(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list[tu
         while len(got) < count and time.monotonic() < deadline:
             for message in consumer.consume(100, timeout=0.5):
                 if message.error() is None:
-                    got.append((message.key(), message.value()))
+                    got.append((message.key() or b"", message.value() or b""))
         return got
     finally:
         consumer.close()

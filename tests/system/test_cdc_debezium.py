@@ -30,7 +30,7 @@ from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
 pytestmark = [pytest.mark.system, pytest.mark.timeout(900)]
 __all__ = ["postgres"]
 
-ROWS = 20_000
+ROWS = 1_000_000
 TYPED_ROWS = 300
 
 COLUMNS = """

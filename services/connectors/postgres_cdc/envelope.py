@@ -55,6 +55,7 @@ def _source_schema() -> Schema:
 
 
 SOURCE_SCHEMA = _source_schema()
+_ABSENT = object()
 TRANSACTION_SCHEMA = (
     SchemaBuilder.struct().optional().name("event.block").version(1)
     .field("id", SchemaBuilder.string().build())
@@ -108,7 +109,7 @@ class TableShape:
                 continue
             schema = column_schema(mapped, column.nullable)
             self.columns.append(_Column(column.name, mapped, schema, column.key_position > 0))
-        self._parsers = {c.name: c.parse for c in self.columns}
+        self._parse = [c.parse for c in self.columns]
         keyed = sorted((c for c in columns if c.key_position > 0), key=lambda c: c.key_position)
         self.key_names = [c.name for c in keyed]
         self.key_types = {c.name: c.sql_type for c in keyed}
@@ -140,19 +141,24 @@ class TableShape:
     def row(self, texts: Mapping[str, str | None], *, missing: bool = False) -> Struct:
         """The row of column texts (None: NULL); ``missing``: columns absent from
         ``texts`` were not sent (a deleted row's non-key columns) and get their fallback."""
-        values: dict[str, Any] = {}
-        for column in self.columns:
-            if column.name in texts:
-                text = texts[column.name]
-                values[column.name] = None if text is None else self._parsers[column.name](text)
-            elif missing and not column.schema.optional:
-                values[column.name] = column.mapped.fallback
-        return Struct(self.value_schema, values)
+        values: list[Any] = []
+        for column, parse in zip(self.columns, self._parse, strict=True):
+            text = texts.get(column.name, _ABSENT)
+            if text is _ABSENT:
+                absent = missing and not column.schema.optional
+                values.append(column.mapped.fallback if absent else None)
+            else:
+                values.append(None if text is None else parse(text))
+        # built unchecked: every value comes from its column's parser, right by
+        # construction (checking each field again cost 4/5 of a snapshot row's time)
+        return Struct.unchecked(self.value_schema, values)
 
     def key(self, row: Struct) -> Struct | None:
         if self.key_schema is None:
             return None
-        return Struct(self.key_schema, {k: row.get_without_default(k) for k in self.key_names})
+        return Struct.unchecked(
+            self.key_schema, [row.get_without_default(k) for k in self.key_names]
+        )
 
     def key_texts(self, texts: Mapping[str, str | None]) -> tuple[str | None, ...]:
         return tuple(texts.get(k) for k in self.key_names)
@@ -164,17 +170,14 @@ class TableShape:
         """One change event: key from ``after`` (``before`` for a delete)."""
         now_ns = time.time_ns()
         commit_us = change.commit_us
-        source = Struct(SOURCE_SCHEMA, {
-            "version": self.version, "connector": CONNECTOR, "name": self.prefix,
-            "ts_ms": commit_us // 1000, "snapshot": change.snapshot, "db": self.database,
-            "sequence": change.sequence, "ts_us": commit_us, "ts_ns": commit_us * 1000,
-            "schema": self.schema_name, "table": self.table, "txId": change.tx_id,
-            "lsn": change.lsn,
-        })  # fmt: skip
-        envelope = Struct(self.envelope_schema, {
-            "before": before, "after": after, "source": source, "op": op,
-            "ts_ms": now_ns // 1_000_000, "ts_us": now_ns // 1000, "ts_ns": now_ns,
-        })  # fmt: skip
+        source = Struct.unchecked(SOURCE_SCHEMA, [  # in SOURCE_SCHEMA's field order
+            self.version, CONNECTOR, self.prefix, commit_us // 1000, change.snapshot,
+            self.database, change.sequence, commit_us, commit_us * 1000, self.schema_name,
+            self.table, change.tx_id, change.lsn, None, None, None,
+        ])  # fmt: skip
+        envelope = Struct.unchecked(self.envelope_schema, [
+            before, after, source, op, now_ns // 1_000_000, now_ns // 1000, now_ns, None,
+        ])  # fmt: skip
         keyed = after if after is not None else before
         return SourceRecord(
             partition, offset, self.topic, envelope,
