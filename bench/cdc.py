@@ -274,14 +274,19 @@ def table(rounds: list[list[Result]]) -> str:
             )
             lines.append(f"| {r.side} (round {n}) | {r.snapshot:,.0f} | {r.stream:,.0f} | "
                          f"{r.p50:.0f} / {r.p99:.0f} | {wal} |")  # fmt: skip
-    by_side = {s: [r for rs in rounds for r in rs if r.side == s] for s in ("eos", "debezium")}
-    if all(by_side.values()):
-        ratio_snapshot = [e.snapshot / d.snapshot for e, d in zip(*by_side.values(), strict=True)]
-        ratio_stream = [e.stream / d.stream for e, d in zip(*by_side.values(), strict=True)]
+    pairs = [
+        ({r.side: r for r in results}["eos"], {r.side: r for r in results}["debezium"])
+        for results in rounds
+        if {r.side for r in results} == {"eos", "debezium"}
+    ]
+    if pairs:
         lines.append("")
-        lines.append("eos / Debezium, each round: snapshot "
-                     + ", ".join(f"{r:.2f}x" for r in ratio_snapshot)
-                     + "; stream " + ", ".join(f"{r:.2f}x" for r in ratio_stream))  # fmt: skip
+        lines.append(
+            "eos / Debezium, each round: snapshot "
+            + ", ".join(f"{e.snapshot / d.snapshot:.2f}x" for e, d in pairs)
+            + "; stream "
+            + ", ".join(f"{e.stream / d.stream:.2f}x" for e, d in pairs)
+        )
     return "\n".join(lines)
 
 

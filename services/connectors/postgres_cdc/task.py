@@ -125,6 +125,12 @@ class PostgresCdcTask(SourceTask):
         self._tables = await self._blocking(catalog.ensure_publication, self._catalog, settings)
         slot = await self._blocking(catalog.slot_state, self._catalog, settings.slot)
         mode = settings.snapshot_mode
+        if slot.exists and (slot.plugin != "pgoutput" or slot.database != settings.dbname):
+            raise catalog.CdcSetupError(
+                f"replication slot {settings.slot} decodes database {slot.database} with "
+                f"{slot.plugin}; this connector needs one of its own, for database "
+                f"{settings.dbname} with pgoutput: choose another slot.name"
+            )
         if found is not None and not slot.exists and mode != "when_needed":
             raise catalog.CdcSetupError(
                 f"the replication slot {settings.slot} is gone: the changes since the last "
