@@ -385,3 +385,21 @@ async def test_heartbeats_move_the_slot_while_the_tables_are_quiet(
     beats = committed(bootstrap, f"__debezium-heartbeat.{name}")
     assert beats
     assert beats[-1][1] == {"serverName": name}
+
+
+async def test_the_slot_stays_unless_dropped_on_stop(
+    postgres: PostgresServer, bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    kept, dropped = unique_name("cdc"), unique_name("cdc")
+    configs = [cdc_config(postgres, db, kept),
+               cdc_config(postgres, db, dropped, slot_drop_on_stop="true")]  # fmt: skip
+    async with running_worker(worker_props(bootstrap, unique_name("g")), configs) as worker:
+        for name in (kept, dropped):
+            await worker.wait_for_tasks(name, "RUNNING", 1)
+    with postgres.connect(db) as conn:
+        slots = {row[0] for row in conn.execute("SELECT slot_name FROM pg_replication_slots")}
+    assert configs[0]["slot.name"] in slots
+    assert configs[1]["slot.name"] not in slots

@@ -121,6 +121,16 @@ def slot_state(conn: Any, name: str) -> SlotState:
     return SlotState(True, row[0], parse_lsn(row[1]) if row[1] else None, row[2], row[3])
 
 
+def drop_slot(conn: Any, name: str) -> None:
+    """Drop slot ``name`` if it exists and nobody streams from it."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s AND NOT active",
+            (name,),
+        )
+
+
 def _matches(patterns: Sequence[str], name: str) -> bool:
     return any(re.fullmatch(p, name) for p in patterns)
 

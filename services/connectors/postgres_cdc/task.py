@@ -497,7 +497,8 @@ class PostgresCdcTask(SourceTask):
         self._reader = self._exporter = self._stream = None
         if self._catalog is not None:
             if settings is not None and settings.slot_drop_on_stop:
-                await self._blocking(_drop_slot, self._catalog, settings.slot)
+                await self._blocking(catalog.drop_slot, self._catalog, settings.slot)
+                log.info("replication slot %s dropped (slot.drop.on.stop=true)", settings.slot)
             await self._blocking(self._catalog.close)
             self._catalog = None
 
@@ -508,13 +509,3 @@ def _old_row(shape: TableShape, texts: Mapping[str, Any], key_only: bool) -> Str
     if key_only:
         return shape.row({k: texts.get(k) for k in shape.key_names}, missing=True)
     return shape.row(texts)
-
-
-def _drop_slot(conn: Any, slot: str) -> None:
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s AND NOT active",
-            (slot,),
-        )
-    log.info("replication slot %s dropped (slot.drop.on.stop=true)", slot)
