@@ -374,7 +374,7 @@ class PostgresCdcTask(SourceTask):
     ) -> None:
         txn = self._txn
         assert txn is not None, "a change outside a transaction"
-        assert self._settings is not None, "a change outside a transaction"
+        assert self._settings is not None
         txn.events += 1
         if txn.skip_events < 0 or txn.events <= txn.skip_events:
             return
