@@ -46,6 +46,18 @@ def dev_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevKafka]:
     kafka.stop()
 
 
+@pytest.fixture(scope="module")
+def other_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second one-broker cluster, for the tests of a module (its bootstrap address):
+    connectors that write to a cluster other than the workers'."""
+    kafka = _start("kafka-other", 1, tmp_path_factory)
+    state = kafka.state()
+    assert state is not None
+    yield state.bootstrap
+    kafka.stop()
+    del _clusters["kafka-other"]
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevKafka]:
     """Three brokers (replication 3, min ISR 2) for fault tests."""

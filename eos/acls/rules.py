@@ -89,8 +89,9 @@ RULES: Final = (
          "LITERAL", ("Write",), "the config topic's transactional writer"),
     Rule("the leader", "workers", "producer", "Topic", "{config}", "LITERAL", ("Write",),
          "connector configs, task configs, task counts, session keys"),
-    Rule("the leader", "workers", "admin", "TransactionalId", _TASK_IDS, "PREFIXED",
-         ("Write",), "fencing older task generations (InitProducerId)"),
+    Rule("the leader", "connector", "admin", "TransactionalId", _TASK_IDS, "PREFIXED",
+         ("Write",), "fencing older task generations (InitProducerId, on the cluster the "
+         "task producers write to)"),
     Rule("workers", "workers", "admin", "Group", "{group}", "LITERAL", ("Read",),
          "membership and rebalances"),
     Rule("workers", "workers", "consumer", "Topic", "{config}", "LITERAL", ("Read",),

@@ -319,10 +319,12 @@ class ConnectorConfig:
             admin=self.admin_overrides,
         )
 
-    def offsets_client_config(self, worker: WorkerConfig) -> ClientConfig:
-        """:meth:`client_config` for the clients of the connector's offsets topic: they
-        reach the cluster the task's producer writes to, so a producer bootstrap override
-        also applies to their consumer and admin layers."""
+    def output_cluster_config(self, worker: WorkerConfig) -> ClientConfig:
+        """:meth:`client_config` for the clients that reach the cluster the tasks'
+        producers write to (another one with ``producer.override.bootstrap.servers``, whose
+        consumer and admin layers then connect there too): the connector's offsets topic,
+        and the leader's fencing of its old task generations (as Connect fences with the
+        connector's admin settings)."""
         config = self.client_config(worker)
         servers = self.producer_overrides.get("bootstrap.servers")
         if servers is None:

@@ -283,7 +283,7 @@ class Supervisor:
         client = config.client_config(s)
         own_topic = config.offsets_topic_for(s)
         read_timeout = (config.producer_transaction_timeout_ms(s) + s.worker_sync_timeout_ms) / 1000
-        offsets_client = config.offsets_client_config(s)
+        offsets_client = config.output_cluster_config(s)
         own = self._offset_log(offsets_client, own_topic, read_timeout) if own_topic else None
         global_ = self._offset_log(s.client_config, s.offsets_topic, read_timeout)
         transforms = TransformChain.from_config(props) if config.transforms else None

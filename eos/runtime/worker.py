@@ -141,13 +141,15 @@ class Worker:
         s, state = self.settings, self.state
         rejoin = RejoinSignal(s.group_id)
         self.inbox = Inbox(state)
-        shared = Shared(s, state, self.inbox, rejoin, Timers(), self.observer, self.clock)
+        shared = Shared(
+            s, state, self.inbox, rejoin, Timers(), self.observer, self.clock, self.providers
+        )
         watcher = ConfigWatcher(
             self.config_log, self.observer, interval=s.heartbeat_interval_ms / 1000
         )
         self.writes = ConfigWrites(shared, watcher)
         self.rounds = FencingRounds(shared, self.writes)
-        self.offset_changes = OffsetChanges(s, self.writes, self.rounds)
+        self.offset_changes = OffsetChanges(shared, self.writes, self.rounds)
         book = RestartBook()  # the supervisor reports what the auto-restart duty decides
         self.supervisor = Supervisor(
             s,
@@ -368,7 +370,9 @@ class Worker:
         snap = await self.snapshot()
         if name not in snap.connectors:
             raise NotFoundError(f"Connector {name} not found")
-        return await read_offsets(self.settings, name, snap.connectors[name])
+        return await read_offsets(
+            self.settings, name, self.providers.resolve(snap.connectors[name])
+        )
 
     async def change_offsets(self, name: str, changes: Offsets | None) -> None:
         """Alter (``changes``: partition → new offset, None to reset it) or, with None,

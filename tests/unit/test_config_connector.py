@@ -330,10 +330,10 @@ def test_offsets_topic_for(settings: dict[str, str], expected: str | None) -> No
 
 def test_offsets_clients_follow_the_producer_cluster() -> None:
     w = worker()
-    same = parse(w).offsets_client_config(w)
+    same = parse(w).output_cluster_config(w)
     assert same == parse(w).client_config(w)
     other = parse(w, **{"producer.override.bootstrap.servers": "other:9092"})
-    client = other.offsets_client_config(w)
+    client = other.output_cluster_config(w)
     assert client.producer_kwargs()["bootstrap_servers"] == ["other:9092"]
     assert client.consumer_kwargs()["bootstrap_servers"] == ["other:9092"]
     assert client.admin_kwargs()["bootstrap_servers"] == ["other:9092"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from eos.config.connector import ConnectorConfig
+from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
 from eos.runtime.clock import Clock
 from eos.runtime.cluster.coordinator.cluster_state import ClusterState
@@ -25,3 +28,9 @@ class Shared:
     timers: Timers
     observer: WorkerObserver
     clock: Clock
+    providers: ConfigProviders = field(default_factory=lambda: ConfigProviders.from_worker({}))
+    """The worker's config providers (``${file:…}`` in a connector's settings)."""
+
+    def connector_config(self, props: Mapping[str, str]) -> ConnectorConfig:
+        """A connector's settings as its tasks get them (variables resolved)."""
+        return ConnectorConfig.from_properties(self.providers.resolve(props), self.settings)

@@ -3,7 +3,9 @@
 For a connector whose latest task configs are not yet covered by a task count
 record, a round fences the producers of the previous generation
 (:func:`fencing_plan` says which transactional ids), then writes the task count
-record: only after it may the new generation's tasks start. Workers that ask at
+record: only after it may the new generation's tasks start. The producers are fenced on
+the cluster they write to: the connector's own with ``producer.override.bootstrap.servers``
+(as Connect fences with the connector's admin client). Workers that ask at
 the same time share one round. The InitProducerId calls run outside the mailbox;
 the record is written inside it, after checking that no newer task configs
 arrived meanwhile (if they did, the round is cancelled: ConflictError).
@@ -12,6 +14,7 @@ arrived meanwhile (if they did, the round is cancelled: ConflictError).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import anyio
@@ -44,6 +47,8 @@ class FencingRound:
 
     connector: str
     generation: int
+    props: Mapping[str, str]
+    """The connector's settings (the cluster its tasks' producers write to)."""
     ids: list[str]
     count: int
     started: float
@@ -69,6 +74,7 @@ class FencingRounds:
             shared.rejoin,
         )
         self._timers, self._observer = shared.timers, shared.observer
+        self._connector_config = shared.connector_config
         self._rounds: dict[str, FencingRound] = {}
 
     async def fence(self, name: str) -> None:
@@ -106,7 +112,8 @@ class FencingRounds:
         count = len(snap.tasks(name))
         previous = snap.previous_task_count(name)
         ids = fencing_plan(self._settings.group_id, name, previous, count)
-        round_ = FencingRound(name, generation, ids, count, time.perf_counter())
+        props = snap.connectors[name]
+        round_ = FencingRound(name, generation, props, ids, count, time.perf_counter())
         self._rounds[name] = round_
         self._timers.start_soon(self._run_round, round_)
         log.info("fencing round started", connector=name, fence=len(ids), tasks=count)
@@ -118,7 +125,9 @@ class FencingRounds:
         try:
             if round_.ids:
                 timeout = self._settings.session_timeout_ms / 1000
-                await fence_producers(self._settings.client_config, round_.ids, timeout=timeout)
+                config = self._connector_config(round_.props)
+                cluster = config.output_cluster_config(self._settings)
+                await fence_producers(cluster, round_.ids, timeout=timeout)
             await self._inbox.ask(self._finish_round, round_)
         except Exception as exc:
             self._observer.fencing_round(

@@ -28,6 +28,7 @@ from eos.errors import ValidationError
 from eos.kafka.clients import ClientConfig, make_producer, started
 from eos.kafka.transactional_ids import offsets_transactional_id
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
+from eos.runtime.cluster.coordinator.duty_context import Shared
 from eos.runtime.cluster.coordinator.fencing import FencingRounds
 from eos.runtime.plugins import connector_class
 from eos.storage.offset_log import OffsetLog, encode_offset_key, encode_offset_value
@@ -45,7 +46,7 @@ def _topics(settings: WorkerConfig, props: Mapping[str, str]) -> list[tuple[Clie
     topics = [(settings.client_config, settings.offsets_topic)]
     own = config.offsets_topic_for(settings)
     if own is not None:
-        topics.append((config.offsets_client_config(settings), own))
+        topics.append((config.output_cluster_config(settings), own))
     return topics
 
 
@@ -111,8 +112,9 @@ class OffsetChanges:
     """Alters or resets a STOPPED connector's offsets (leader only): the last task
     generation is fenced first, the connector may veto, the write is one transaction."""
 
-    def __init__(self, settings: WorkerConfig, writes: ConfigWrites, rounds: FencingRounds):
-        self.settings = settings
+    def __init__(self, shared: Shared, writes: ConfigWrites, rounds: FencingRounds):
+        self.settings = shared.settings
+        self.providers = shared.providers
         self.writes = writes
         self.rounds = rounds
 
@@ -120,7 +122,7 @@ class OffsetChanges:
         """``changes``: partition → new offset (None to reset it); None: reset them all."""
         snap = await self.writes.begin_offset_change(name)
         try:
-            props = snap.connectors[name]
+            props = self.providers.resolve(snap.connectors[name])
             await self.rounds.fence(name)  # the stop's round: every old producer fenced
             if changes is None:
                 changes = dict.fromkeys(await read_offsets(self.settings, name, props))
