@@ -324,6 +324,7 @@ SCHEMAS: dict[str, Any] = {
             "commit": {"type": "string"},
             "kafka_cluster_id": {"type": ["string", "null"]},
             "worker_id": {"type": "string"},
+            "exactly_once_source_support": {"type": "string"},
             "cluster": {"type": "object"},
         },
     },

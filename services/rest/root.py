@@ -21,6 +21,7 @@ async def root(request: Request) -> Response:
             "kafka_cluster_id": worker.kafka_cluster_id,
             "eos": True,
             "worker_id": worker.settings.worker_id,
+            "exactly_once_source_support": worker.settings.exactly_once,
             "cluster": {
                 "group_id": worker.settings.group_id,
                 "leader": view.is_leader,
@@ -29,7 +30,12 @@ async def root(request: Request) -> Response:
                 "protocol": view.protocol or None,
                 "assignor": view.assignor,
                 "members": [
-                    {"member_id": m.member_id, "url": m.url, "worker_id": m.worker_id}
+                    {
+                        "member_id": m.member_id,
+                        "url": m.url,
+                        "worker_id": m.worker_id,
+                        "exactly_once_source_support": m.exactly_once or None,
+                    }
                     for m in view.members
                 ],
                 "error": view.error,

@@ -95,6 +95,8 @@ async def test_every_request_through_a_follower(
         assert root["cluster"]["leader_url"] == leader.rest_url
         assert root["kafka_cluster_id"]
         assert len(root["cluster"]["members"]) == 3
+        modes = {m["exactly_once_source_support"] for m in root["cluster"]["members"]}
+        assert modes == {root["exactly_once_source_support"]} == {"enabled"}
 
         created = await run(
             follower.call, "POST", "/connectors", {"name": "vs", "config": verifiable(topic)}

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from eos.runtime.cluster.assignment import LeaderView, decode_members, lead_round, work_of
+from eos.runtime.cluster.assignment import (
+    LeaderView,
+    decode_members,
+    exactly_once_modes,
+    lead_round,
+    work_of,
+)
 from eos.runtime.cluster.assignors.base import EMPTY, Assignment, AssignorSettings, TaskId
 from eos.runtime.cluster.assignors.sticky import StickyAssignor
 from eos.runtime.cluster.group_metadata import MemberAssignment, MemberMetadata
@@ -68,3 +74,25 @@ def test_unreadable_metadata_becomes_a_member_without_work() -> None:
     decoded = decode_members([("m1", meta(1).encode()), ("m2", b"\xff")])
     assert decoded["m1"] == meta(1)
     assert decoded["m2"] is None
+
+
+def test_every_members_mode_reaches_every_member_and_a_mix_is_named() -> None:
+    def member(worker_id: str, mode: str) -> MemberMetadata:
+        return MemberMetadata(f"http://{worker_id}", worker_id, 40, "sessioned", "sticky",
+                              exactly_once=mode)  # fmt: skip
+
+    members = {"m1": member("h1", "enabled"), "m2": member("h2", "preparing"), "m3": None}
+    leader = LeaderView("m1", "http://h1", SNAPSHOT)
+    round_ = lead_round(
+        leader, members, assignor=StickyAssignor(AssignorSettings()), style="cooperative",
+        memory={}, now_ms=0,
+    )  # fmt: skip
+    listed = MemberAssignment.decode(round_.assignments["m2"].encode()).members
+    assert [(m.worker_id, m.exactly_once) for m in listed] == [
+        ("h1", "enabled"), ("h2", "preparing"), ("", ""),
+    ]  # fmt: skip
+    assert exactly_once_modes(members) == "enabled: h1; preparing: h2"
+    assert exactly_once_modes({"m1": member("h1", "enabled")}) == ""
+    assert exactly_once_modes({"m1": member("h1", ""), "m2": member("h2", "disabled")}) == (
+        "disabled: h2; unknown: h1"
+    )

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from eos.config.worker import WorkerConfig
-from eos.errors import ConflictError, FencedError, NotLeaderError, RetriableError
+from eos.errors import ConflictError, EosError, FencedError, NotLeaderError, RetriableError
 from eos.runtime.clock import ManualClock
 from eos.runtime.cluster.assignors.base import Assignment, TaskId
 from eos.runtime.cluster.coordinator.cluster_state import ClusterState
@@ -312,3 +312,14 @@ async def test_a_stop_and_resume_read_together_restart_the_connector() -> None:
             ("stop", "c", 1),
         ]
         assert leader.rejoins.reasons == ["connector c stopped"]  # the resume: none yet
+
+
+async def test_a_disabled_leader_does_not_fence_and_says_what_to_do() -> None:
+    async with duties() as leader:
+        assert await leader.writes.put_connector("c", {"connector.class": "X"}, TargetState.STARTED)
+        await leader.writes.put_task_configs("c", [{"i": "0"}])
+        props = {**SETTINGS.raw, "exactly.once.source.support": "disabled"}
+        disabled = replace(leader.shared, settings=WorkerConfig.from_properties(props))
+        with pytest.raises(EosError, match="roll every worker to preparing, then to enabled"):
+            await FencingRounds(disabled, leader.writes).fence("c")
+        assert leader.kinds().count("TaskCountRecord") == 0

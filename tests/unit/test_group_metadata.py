@@ -31,9 +31,27 @@ def test_protocol_names_offer_fallbacks_with_the_same_assignor() -> None:
 
 def test_member_metadata_round_trip() -> None:
     owned = Assignment.of(["a"], [TaskId("a", 0), TaskId("b", 3)])
-    meta = MemberMetadata("http://h:1", "h:1", 42, "sessioned", "sticky", 3, 1500, 7, owned)
+    meta = MemberMetadata(
+        "http://h:1", "h:1", 42, "sessioned", "sticky", 3, 1500, 7, owned, "preparing"
+    )
     assert MemberMetadata.decode(meta.encode()) == meta
     assert b'"tasks":[["a",0],["b",3]]' in meta.encode()
+    assert b'"exactly_once":"preparing"' in meta.encode()
+
+
+def test_a_member_of_the_previous_metadata_has_no_mode() -> None:
+    """A worker of an earlier release sends no exactly_once: read as "" (unknown), in its
+    metadata and in the member list of an assignment."""
+    earlier = (
+        b'{"v":1,"url":"u","worker_id":"w","config_offset":1,"protocol":"sessioned",'
+        b'"assignor":"sticky","priority":0,"tenure_ms":0,"generation":1,"tasks":[]}'
+    )
+    assert MemberMetadata.decode(earlier).exactly_once == ""
+    listed = (
+        b'{"v":1,"error":"none","leader":"m1","leader_url":"u","config_offset":1,'
+        b'"delay_ms":0,"members":[{"id":"m1","url":"u","worker_id":"w"}]}'
+    )
+    assert MemberAssignment.decode(listed).members == (MemberInfo("m1", "u", "w", ""),)
 
 
 def test_assignment_round_trip() -> None:
@@ -44,7 +62,7 @@ def test_assignment_round_trip() -> None:
         assigned=Assignment.of(["a"], [TaskId("a", 1)]),
         revoked=Assignment.of([], [TaskId("a", 0)]),
         delay_ms=250,
-        members=(MemberInfo("m1", "http://h:1", "h:1"),),
+        members=(MemberInfo("m1", "http://h:1", "h:1", "enabled"),),
     )
     assert MemberAssignment.decode(assignment.encode()) == assignment
 

@@ -2,9 +2,10 @@
 leader and a fake config snapshot (issue 39, item 4): one fencing request and one config
 read per task generation on a worker, shared by the tasks that start together; the
 request retried while the leader is moving, given up naming worker.sync.timeout.ms, and
-abandoned when the round is cancelled; a stale generation refused before and after the
-producer; a failed check failing every task that waited on it, the next start trying
-again; a cancelled checker leaving the others to check again."""
+abandoned when the round is cancelled; no request while the leader runs
+exactly.once.source.support=disabled (the tasks wait, said once per leader); a stale
+generation refused before and after the producer; a failed check failing every task that
+waited on it, the next start trying again; a cancelled checker leaving the others to check again."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+import structlog.testing
 
 from eos.config import WorkerConfig
 from eos.errors import ConflictError, EosError, NotLeaderError, RetriableError
@@ -33,6 +35,8 @@ class FakeState:
     fencing_due: bool = False
     reads: int = 0
     leader_url: str = "http://leader:8083"
+    leader_id: str = "leader-1"
+    leader_exactly_once: str = "enabled"
 
     async def snapshot(self) -> ConfigSnapshot:
         self.reads += 1
@@ -172,3 +176,30 @@ async def test_a_cancelled_checker_leaves_the_waiting_task_to_check_again() -> N
         leader.hold.set()
     assert waited == [True]
     assert leader.requests == 2  # the second asked again itself
+
+
+async def test_tasks_wait_while_the_leader_is_disabled_said_once_per_leader() -> None:
+    state, leader = FakeState(leader_exactly_once="disabled"), FakeLeader()
+    start = gate(state, leader)
+    results: list[bool] = []
+
+    async def task() -> None:
+        results.append(await start.before_producer(C, 1))
+
+    with structlog.testing.capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(task)
+            await anyio.sleep(0.1)  # ten turns of waiting
+            assert (results, leader.requests) == ([], 0)
+            state.leader_exactly_once = "preparing"  # the rolling upgrade reached it
+    assert (results, leader.requests) == ([True], 1)
+    waits = [e for e in logs if e["event"].startswith("exactly-once tasks wait")]
+    assert len(waits) == 1
+    assert "roll every worker to preparing, then to enabled" in waits[0]["event"]
+    assert waits[0]["leader"] == "http://leader:8083"
+
+
+async def test_a_leader_of_an_earlier_release_is_asked() -> None:
+    leader = FakeLeader()
+    assert await gate(FakeState(leader_exactly_once=""), leader).before_producer(C, 1)
+    assert leader.requests == 1

@@ -89,7 +89,9 @@ def lead_round(
     now_ms: int,
 ) -> Round:
     infos = tuple(
-        MemberInfo(m, meta.url if meta else "", meta.worker_id if meta else "")
+        MemberInfo(m, meta.url, meta.worker_id, meta.exactly_once)
+        if meta
+        else MemberInfo(m, "", "")
         for m, meta in sorted(members.items())
     )
     furthest = max((meta.config_offset for meta in members.values() if meta), default=0)
@@ -161,3 +163,15 @@ def mismatched_settings(members: Mapping[str, MemberMetadata | None], mine: Memb
         f"members with another connect.protocol than this leader's {mine.protocol}: "
         f"{', '.join(others)}; the group rebalances in the best style all of them offer"
     )
+
+
+def exactly_once_modes(members: Mapping[str, MemberMetadata | None]) -> str:
+    """The members' ``exactly.once.source.support`` when they differ (a rolling upgrade
+    or downgrade under way), e.g. ``enabled: h1:8083; preparing: h2:8083``, or ''."""
+    modes: dict[str, list[str]] = {}
+    for meta in members.values():
+        if meta is not None:
+            modes.setdefault(meta.exactly_once or "unknown", []).append(meta.worker_id)
+    if len(modes) < 2:
+        return ""
+    return "; ".join(f"{mode}: {', '.join(sorted(ids))}" for mode, ids in sorted(modes.items()))

@@ -24,6 +24,8 @@ Every protocol carries the same **member metadata** (JSON, UTF-8)::
      "priority": 0,                    its worker.priority
      "tenure_ms": 12000,               how long it has been in the group
      "generation": 7,                  generation of the assignment it holds (-1: none)
+     "exactly_once": "enabled",        its exactly.once.source.support (absent from a
+                                       worker of an earlier release: "" here)
      "connectors": ["a"],              what it runs now (cooperative) or ran (eager)
      "tasks": [["a", 0], ["a", 1]]}
 
@@ -37,7 +39,7 @@ and the leader answers each member with its **assignment** (JSON, UTF-8)::
      "connectors": ["a"], "tasks": [["a", 0]],          everything to run after this round
      "revoked_connectors": [], "revoked_tasks": [],     stop these now, then rejoin
      "delay_ms": 0,                     the leader rebalances again after this long
-     "members": [{"id": "…", "url": "…", "worker_id": "…"}]}
+     "members": [{"id": "…", "url": "…", "worker_id": "…", "exactly_once": "enabled"}]}
 
 Readers ignore fields they do not know; a value of another version ``v`` is
 rejected (the member then waits for a leader that speaks its version).
@@ -84,6 +86,8 @@ class MemberInfo(NamedTuple):
     member_id: str
     url: str
     worker_id: str
+    exactly_once: str = ""
+    """Its ``exactly.once.source.support`` ("": a worker that does not say)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ class MemberMetadata:
     tenure_ms: int = 0
     generation: int = -1
     owned: Assignment = EMPTY
+    exactly_once: str = ""
+    """Its ``exactly.once.source.support`` ("": a worker of an earlier release)."""
 
     def encode(self) -> bytes:
         return _encode(
@@ -109,6 +115,7 @@ class MemberMetadata:
                 "priority": self.priority,
                 "tenure_ms": self.tenure_ms,
                 "generation": self.generation,
+                "exactly_once": self.exactly_once,
                 **_work(self.owned),
             }
         )
@@ -126,6 +133,7 @@ class MemberMetadata:
             tenure_ms=_int(d, "tenure_ms"),
             generation=_int(d, "generation"),
             owned=_assignment(d, "connectors", "tasks"),
+            exactly_once=_optional_str(d, "exactly_once"),
         )
 
 
@@ -172,7 +180,13 @@ class MemberAssignment:
             revoked=_assignment(d, "revoked_connectors", "revoked_tasks"),
             delay_ms=_int(d, "delay_ms"),
             members=tuple(
-                MemberInfo(_str(m, "id"), _str(m, "url"), _str(m, "worker_id")) for m in members
+                MemberInfo(
+                    _str(m, "id"),
+                    _str(m, "url"),
+                    _str(m, "worker_id"),
+                    _optional_str(m, "exactly_once"),
+                )
+                for m in members
             ),
             error=_str(d, "error"),
             message=str(d.get("message", "")),
@@ -187,7 +201,10 @@ def _encode(document: dict[str, Any]) -> bytes:
 def _members_json(members: tuple[MemberInfo, ...]) -> bytes:
     """The member list every assignment of a round repeats, encoded once a round
     (at 100 members it was half the time of encoding the round's assignments)."""
-    listed = [{"id": m.member_id, "url": m.url, "worker_id": m.worker_id} for m in members]
+    listed = [
+        {"id": m.member_id, "url": m.url, "worker_id": m.worker_id, "exactly_once": m.exactly_once}
+        for m in members
+    ]
     return json.dumps(listed, separators=(",", ":")).encode()
 
 
@@ -210,6 +227,14 @@ def _work(assignment: Assignment) -> dict[str, list[Any]]:
 
 def _str(d: Mapping[str, Any], key: str) -> str:
     value = d.get(key)
+    if not isinstance(value, str):
+        raise MalformedGroupData(f"{key} must be a string")
+    return value
+
+
+def _optional_str(d: Mapping[str, Any], key: str) -> str:
+    """A string a member of an earlier release leaves out ("")."""
+    value = d.get(key, "")
     if not isinstance(value, str):
         raise MalformedGroupData(f"{key} must be a string")
     return value

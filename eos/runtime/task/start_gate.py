@@ -44,6 +44,8 @@ class StartChecks:
         self.checks: dict[str, _StartCheck] = {}
         """connector → the start-up check of its latest task generation (StartGate)."""
         self.topics_ensured: set[str] = set()
+        self.warned_leader = ""
+        """The disabled leader this worker said its tasks wait for (once per leader)."""
 
     def gate(self, client: ClientConfig, own_topic: str | None) -> StartGate:
         """The gate of one task, whose offsets go to ``own_topic`` (if any) through
@@ -68,6 +70,7 @@ class StartGate:
         """Ask the leader for a fencing round until it answers. False: the round was
         cancelled (new task configs, connector deleted): abandon start-up."""
         s = self.shared.settings
+        await self._leader_fences(connector)
         backoff = s.retry_backoff_ms / 1000
         try:
             with anyio.fail_after(s.worker_sync_timeout_ms / 1000):
@@ -88,6 +91,23 @@ class StartGate:
                 f"{s.worker_sync_timeout_ms}: is the leader ({self.shared.state.leader_url}) "
                 "reachable from this worker?"
             ) from None
+
+    async def _leader_fences(self, connector: str) -> None:
+        """Wait while the leader runs ``exactly.once.source.support=disabled`` (KIP-618: it
+        neither fences nor writes task counts, so no task may start unfenced); a rolling
+        upgrade that has not reached the leader yet. Said once per leader."""
+        state = self.shared.state
+        while state.leader_exactly_once == "disabled":
+            if self.shared.warned_leader != state.leader_id:
+                self.shared.warned_leader = state.leader_id
+                log.warning(
+                    "exactly-once tasks wait: the leader runs exactly.once.source.support="
+                    "disabled; roll every worker to preparing, then to enabled "
+                    "(docs/exactly-once.md)",
+                    connector=connector,
+                    leader=state.leader_url,
+                )
+            await anyio.sleep(self.shared.settings.retry_backoff_ms / 1000 * 10)
 
     async def before_producer(self, connector: str, generation: int) -> bool:
         """Steps 1 and 2 of the start-up, done once per task generation on this worker: the

@@ -63,6 +63,13 @@ class ClusterState:
         return bool(self.member_id) and self.member_id == self.leader_id
 
     @property
+    def leader_exactly_once(self) -> str:
+        """The leader's ``exactly.once.source.support`` as its group metadata says
+        ("": unknown, or a leader of an earlier release)."""
+        leader = (m for m in self.members if m.member_id == self.leader_id)
+        return next((m.exactly_once for m in leader), "")
+
+    @property
     def config(self) -> ConfigSnapshot:
         """The config topic as last read (by anyone)."""
         return self.config_log.snapshot

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import anyio
 import structlog
 
-from eos.errors import ConflictError
+from eos.errors import ConflictError, EosError
 from eos.kafka.fencing import fence_producers
 from eos.kafka.transactional_ids import task_transactional_id
 from eos.runtime.cluster.coordinator.config_writes import ConfigWrites
@@ -85,6 +85,12 @@ class FencingRounds:
         arrived meanwhile (the round is cancelled), :class:`FencingError` if fencing failed.
         """
         self._state.require_leader()
+        if not self._settings.transactional_config_writes:
+            raise EosError(
+                "the leader runs exactly.once.source.support=disabled and does not fence "
+                "task generations: roll every worker to preparing, then to enabled "
+                "(docs/exactly-once.md)"
+            )
         snap = await self._state.snapshot()  # most callers find the round done: no mailbox trip
         if name in snap.connectors and not snap.needs_fencing(name):
             return

@@ -29,6 +29,7 @@ from eos.kafka.group import JoinResponse
 from eos.runtime.cluster.assignment import (
     LeaderView,
     decode_members,
+    exactly_once_modes,
     lead_round,
     mismatched_settings,
 )
@@ -96,6 +97,7 @@ class GroupListener:
             tenure_ms=tenure,
             generation=state.generation,
             owned=state.assigned or self._dropped,
+            exactly_once=s.exactly_once,
         ).encode()
         return [(name, metadata) for name in protocol_names(s.rebalance_protocol, s.assignor)]
 
@@ -159,6 +161,8 @@ class GroupListener:
         mine = members.get(join.member_id)
         if mine is not None and (warning := mismatched_settings(members, mine)):
             log.warning("rebalance styles differ", detail=warning)
+        if modes := exactly_once_modes(members):
+            log.info("workers differ in exactly.once.source.support", modes=modes)
         leader = LeaderView(join.member_id, self._settings.rest_url, snap)
         round_ = lead_round(
             leader,
