@@ -272,6 +272,7 @@ class Supervisor:
         unit = _TaskUnit(spec, runner)
         self._tasks[(name, task_id)] = unit
         self.topics.track((name, task_id), runner.forget_topics)
+        self.log.info("task starting", connector=name, task=task_id, generation=generation)
         self._tg.start_soon(self._run_task, unit)
 
     def _make_runner(self, spec: TaskSpec, props: Mapping[str, str]) -> SourceTaskRunner:
@@ -363,6 +364,7 @@ class Supervisor:
         if not units:
             return
         for unit in units:
+            self.log.info("task stopping", connector=unit.spec.connector, task=unit.spec.task_id)
             unit.runner.request_stop()
         with anyio.move_on_after(self.settings.graceful_shutdown_ms / 1000):
             for unit in units:

@@ -132,6 +132,11 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def set(self, settings: Mapping[str, str]) -> None:
+        """Change worker settings for its next start (a rolling change of settings)."""
+        self.props.update(settings)
+        self.worker_file = write_properties(self.directory / "worker.properties", self.props)
+
     def start(self, *, own_group: bool = False) -> None:
         """Start the worker; ``own_group``: in a process group (and session) of its own,
         which :meth:`signal_group` signals as systemd, ``timeout`` or a terminal do."""
