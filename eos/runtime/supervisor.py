@@ -98,6 +98,7 @@ class Supervisor:
         observer: WorkerObserver,
         clock: Clock,
         book: RestartBook,
+        rejoin: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -107,6 +108,8 @@ class Supervisor:
         self.topics = topics
         self.resources = resources
         self.providers = providers
+        self._rejoin = rejoin
+        """Asks for a rebalance (after a task was fenced: is it still ours?)."""
         self.observer = observer
         self.clock = clock
         self.book = book
@@ -348,6 +351,11 @@ class Supervisor:
             # user's restart, or leaves it FAILED and says why in its status.
             if unit.runner.state is not State.FAILED:
                 self._forget(unit)
+            if unit.runner.fenced and not self._closing:
+                # A zombie finds out it lost the task; a task fenced by an instance of an
+                # older generation (a worker behind on the config topic) is started again
+                # by the reconcile after the rebalance, still assigned here.
+                self._rejoin(f"task {unit.spec.connector}-{unit.spec.task_id} was fenced")
 
     def _forget(self, unit: _TaskUnit) -> None:
         key = (unit.spec.connector, unit.spec.task_id)

@@ -163,6 +163,7 @@ class Worker:
             observer=self.observer,
             clock=self.clock,
             book=book,
+            rejoin=rejoin.request_rejoin,
         )
         reconciler = Reconciler(state, self.supervisor)
         listener = GroupListener(

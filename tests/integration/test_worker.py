@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from eos.converters import JsonConverter
 from eos.errors import TopicError
-from eos.kafka import ClientConfig, read_to_end
+from eos.kafka import ClientConfig, fence_producers, read_to_end
 from eos.storage.config_log import decode_record
 from eos.storage.offset_log import decode_offset_record, encode_offset_key, encode_offset_value
 from services.connectors.verifiable import aborted_records, record_value
@@ -490,3 +490,31 @@ async def test_at_least_once_flushes_offsets_of_any_task(
             await w.wait_for_tasks("files", "RUNNING", 1)
             await anyio.sleep(2)
     assert len(await read_to_end(client_config, topic)) == 50
+
+
+async def test_a_task_fenced_while_its_generation_is_current_starts_again(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    """KIP-618's worker lag: a worker behind on the config topic starts an instance of an
+    older generation, whose producer fences the current task's (here: its transactional
+    id fenced from outside). The fenced task stops, its worker rejoins, and the rebalance
+    leaves it here: it starts again from its committed offsets, RUNNING truthfully, and
+    the output stays exact."""
+    group, topic = unique_name("g"), unique_name("out")
+    props = verifiable("vs", topic, tasks_max=1, records_per_partition=0, throughput=300)
+    with capture_logs() as logs:
+        async with running_worker(worker_props(bootstrap, group), [props]) as w:
+            await w.wait_for_tasks("vs", "RUNNING", 1)
+            await anyio.sleep(1)
+            await fence_producers(client_config, [f"{group}-vs-0"])
+            with anyio.fail_after(30):
+                while sum(e["event"] == "task starting" for e in logs) < 2:  # noqa: ASYNC110 - logs
+                    await anyio.sleep(0.1)
+            await w.wait_for_tasks("vs", "RUNNING", 1)
+            await anyio.sleep(1)
+    fenced = [e for e in logs if e["event"].startswith("task fenced")]
+    assert len(fenced) == 1
+    assert any(e["event"] == "rejoining the group" and "fenced" in e["reason"] for e in logs)
+    result = await verify(client_config, topic, 1, 30, {})
+    assert (result.duplicates, result.gaps, result.partitions) == (0, 0, 2)
+    assert result.records > 600

@@ -70,6 +70,7 @@ async def test_a_fenced_producer_stops_the_task_without_a_status_or_a_commit() -
     assert h.states() == [State.RUNNING]
     assert runner.state is State.RUNNING
     assert h.observer.fenced == 1
+    assert runner.fenced  # the supervisor has the worker rejoin: is the task still ours?
     assert "end_txn abort" not in h.producer.calls  # a zombie does not even abort
     assert h.producer.calls[-1] == "close"
 

@@ -30,7 +30,9 @@ and flushes offsets periodically; :class:`~eos.runtime.task.exactly_once_task.Ex
 sends inside transactions and commits the offsets in the same transaction.
 
 Errors: a fenced producer (:class:`~eos.errors.FencedError`): this instance is a zombie
-and stops at once, commits nothing, writes no status. TRANSACTION_ABORTABLE: abort, then a
+and stops at once, commits nothing, writes no status; its worker rejoins the group, and
+starts it again if the rebalance leaves it here (fenced by a worker behind on the config
+topic, not replaced). TRANSACTION_ABORTABLE: abort, then a
 new instance of the connector's task goes on from the committed offsets (:meth:`recover`).
 Anything else fails the task (FAILED with the message), the open transaction aborted.
 """
@@ -102,6 +104,11 @@ class SourceTaskRunner(ABC):
         self._topics: set[str] = set()
         """Topics this run has written to (checked, and reported to ``topic_discovered``)."""
         self._path = RecordPath(spec, deps, self._check_topic, self._per_record, self.log)
+        self.fenced = False
+        """The run ended fenced: a newer instance owns the transactional id, or one of an
+        older generation started on a worker behind on the config topic (KIP-618's
+        "worker lag"); the supervisor has its worker rejoin, and the task runs again if
+        it is still assigned here."""
 
     # ------------------------------------------------------------------ control
 
@@ -117,8 +124,13 @@ class SourceTaskRunner(ABC):
         try:
             await self._run()
         except FencedError as exc:
+            self.fenced = True
             self.deps.observer.producer_fenced()
-            self.log.warning("task fenced: a newer instance owns it; stopping", reason=str(exc))
+            self.log.warning(
+                "task fenced: another instance owns its transactional id; stopping, and "
+                "starting again if it is still assigned here after a rebalance",
+                reason=str(exc),
+            )
         except Exception as exc:
             await self._fail(exc)
         finally:
