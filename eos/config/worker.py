@@ -158,6 +158,11 @@ class WorkerConfig(WorkerSettings):
         }
 
     @property
+    def assignor_names(self) -> list[str]:
+        """``assignor``: one name, or several in order of preference."""
+        return [name.strip() for name in self.assignor.split(",") if name.strip()]
+
+    @property
     def exactly_once_enabled(self) -> bool:
         """Tasks run exactly-once (``exactly.once.source.support=enabled``)."""
         return self.exactly_once == "enabled"

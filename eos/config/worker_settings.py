@@ -305,7 +305,9 @@ class WorkerSettings:
         "cooperative (sticky, holding a lost member's work for "
         "scheduled.rebalance.max.delay.ms) or failover (everything on the member with the "
         "highest worker.priority); or the name of an installed eos.assignors plugin, or a "
-        "class path. Must be the same on every worker.",
+        "class path. Several, comma-separated, in order of preference: the group uses the "
+        "first that every worker lists, so a cluster changes assignor one worker at a time "
+        "(sticky, then sticky,failover on each, then failover).",
         "group protocol",
     )
     worker_priority: int = setting(

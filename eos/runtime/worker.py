@@ -59,6 +59,7 @@ from eos.runtime.cluster.coordinator.restart_backoff import RestartBook
 from eos.runtime.cluster.coordinator.session_keys import SessionKeys
 from eos.runtime.cluster.coordinator.timers import Timers
 from eos.runtime.cluster.coordinator.watcher import ConfigWatcher
+from eos.runtime.cluster.group_metadata import assignor_of
 from eos.runtime.cluster.leader_client import LeaderClient
 from eos.runtime.cluster.membership import Membership, MembershipSettings, RejoinSignal
 from eos.runtime.cluster.signatures import Rejection, verify
@@ -104,10 +105,11 @@ class Worker:
             clock=self.clock,
             verify=s.rest_tls.client_context(),
         )
-        self.assignor = make_assignor(
-            s.assignor,
-            AssignorSettings(s.scheduled_rebalance_max_delay_ms, s.failover_settle_ms, s.raw),
+        assignor_settings = AssignorSettings(
+            s.scheduled_rebalance_max_delay_ms, s.failover_settle_ms, s.raw
         )
+        self.assignors = [make_assignor(name, assignor_settings) for name in s.assignor_names]
+        """This worker's assignors, in its order of preference (``assignor=a,b``)."""
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
         self.topics = TopicTracker(s, self.status_log, self.config_log, self.clock)
         self.broker_max_ms: int | None = None
@@ -168,7 +170,7 @@ class Worker:
         reconciler = Reconciler(state, self.supervisor)
         listener = GroupListener(
             shared,
-            assignor=self.assignor,
+            assignors=self.assignors,
             units=self.supervisor,
             reconciler=reconciler,
             writes=self.writes,
@@ -319,7 +321,8 @@ class Worker:
 
     def cluster(self) -> ClusterView:
         """The cluster as this worker sees it."""
-        return self.state.view(self.assignor.name, rebalancing=not self.membership.stable)
+        assignor = assignor_of(self.state.protocol) or self.assignors[0].name  # the group's
+        return self.state.view(assignor, rebalancing=not self.membership.stable)
 
     async def settled(self) -> ClusterView:
         """The cluster once no rebalance is under way, waiting up to

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from eos.runtime.cluster.assignors.base import Assignment, TaskId
@@ -10,6 +12,7 @@ from eos.runtime.cluster.group_metadata import (
     MemberAssignment,
     MemberInfo,
     MemberMetadata,
+    assignor_of,
     protocol_names,
     style_of,
 )
@@ -19,14 +22,47 @@ KEY = b"k" * 32
 
 
 def test_protocol_names_offer_fallbacks_with_the_same_assignor() -> None:
-    assert protocol_names("sessioned", "sticky") == [
+    assert protocol_names("sessioned", ["sticky"]) == [
         "sessioned/sticky",
         "compatible/sticky",
         "eager/sticky",
     ]
-    assert protocol_names("eager", "failover") == ["eager/failover"]
+    assert protocol_names("eager", ["failover"]) == ["eager/failover"]
+    assert protocol_names("compatible", ["sticky", "failover"]) == [
+        "compatible/sticky", "compatible/failover", "eager/sticky", "eager/failover",
+    ]  # fmt: skip
     assert style_of("eager/sticky") == "eager"
     assert style_of("compatible/round-robin") == "cooperative"
+    assert assignor_of("sessioned/failover") == "failover"
+
+
+def broker_choice(members: list[list[str]]) -> str:
+    """The group coordinator's rule: of the protocols every member offers, each member
+    votes for the first in its own order; the most votes win."""
+    candidates = set.intersection(*(set(offered) for offered in members))
+    votes = Counter(next(p for p in offered if p in candidates) for offered in members)
+    return votes.most_common(1)[0][0]
+
+
+def test_a_cluster_changes_assignor_one_worker_at_a_time() -> None:
+    """sticky on all → sticky,failover rolled over them → failover rolled over them: at each
+    step every member offers what the broker picks, and the pick moves only once every
+    member lists failover."""
+    steps = [
+        ["sticky"], ["sticky"], ["sticky"],
+    ], [
+        ["sticky", "failover"], ["sticky"], ["sticky"],
+    ], [
+        ["sticky", "failover"], ["sticky", "failover"], ["sticky", "failover"],
+    ], [
+        ["failover"], ["sticky", "failover"], ["sticky", "failover"],
+    ], [
+        ["failover"], ["failover"], ["failover"],
+    ]  # fmt: skip
+    chosen = [
+        assignor_of(broker_choice([protocol_names("sessioned", a) for a in step])) for step in steps
+    ]
+    assert chosen == ["sticky", "sticky", "sticky", "failover", "failover"]
 
 
 def test_member_metadata_round_trip() -> None:
@@ -52,6 +88,17 @@ def test_a_member_of_the_previous_metadata_has_no_mode() -> None:
         b'"delay_ms":0,"members":[{"id":"m1","url":"u","worker_id":"w"}]}'
     )
     assert MemberAssignment.decode(listed).members == (MemberInfo("m1", "u", "w", ""),)
+
+
+@pytest.mark.parametrize(
+    "user_data", [None, {"priority": 3, "zone": "a"}, [1, "x"], b"\x00\xffraw", {"$bytes": 1}]
+)
+def test_user_data_travels_both_ways_as_json_or_bytes(user_data: object) -> None:
+    meta = MemberMetadata("http://h:1", "h:1", 1, "sessioned", "x", user_data=user_data)
+    assert MemberMetadata.decode(meta.encode()).user_data == user_data
+    answer = MemberAssignment("m1", "http://h:1", 1, user_data=user_data)
+    assert MemberAssignment.decode(answer.encode()).user_data == user_data
+    assert (b'"user_data"' in meta.encode()) is (user_data is not None)
 
 
 def test_assignment_round_trip() -> None:

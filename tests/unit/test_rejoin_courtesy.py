@@ -60,7 +60,7 @@ async def running_before_rejoin(mode: str) -> FakeUnits:
     rounds = FencingRounds(shared, writes)
     listener = GroupListener(
         shared,
-        assignor=StickyAssignor(AssignorSettings()),
+        assignors=[StickyAssignor(AssignorSettings())],
         units=units,
         reconciler=Reconciler(state, units),
         writes=writes,

@@ -121,6 +121,7 @@ def lead_round(
             revoked=plans[m.member_id].revoked,
             delay_ms=delay,
             members=infos,
+            user_data=result.user_data.get(m.member_id),
         )
         for m in request.members
     }
@@ -130,7 +131,7 @@ def lead_round(
 def _member(member_id: str, meta: MemberMetadata | None) -> Member:
     if meta is None:
         return Member(member_id)
-    return Member(member_id, meta.url, meta.priority, meta.tenure_ms, meta.owned)
+    return Member(member_id, meta.url, meta.priority, meta.tenure_ms, meta.owned, meta.user_data)
 
 
 def _all(

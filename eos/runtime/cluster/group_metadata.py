@@ -26,6 +26,8 @@ Every protocol carries the same **member metadata** (JSON, UTF-8)::
      "generation": 7,                  generation of the assignment it holds (-1: none)
      "exactly_once": "enabled",        its exactly.once.source.support (absent from a
                                        worker of an earlier release: "" here)
+     "user_data": …,                   its assignor's subscription() (JSON; bytes as
+                                       {"$bytes": "<base64>"}; absent: none)
      "connectors": ["a"],              what it runs now (cooperative) or ran (eager)
      "tasks": [["a", 0], ["a", 1]]}
 
@@ -39,6 +41,7 @@ and the leader answers each member with its **assignment** (JSON, UTF-8)::
      "connectors": ["a"], "tasks": [["a", 0]],          everything to run after this round
      "revoked_connectors": [], "revoked_tasks": [],     stop these now, then rejoin
      "delay_ms": 0,                     the leader rebalances again after this long
+     "user_data": …,                    for the assignor's on_assignment() (absent: none)
      "members": [{"id": "…", "url": "…", "worker_id": "…", "exactly_once": "enabled"}]}
 
 Readers ignore fields they do not know; a value of another version ``v`` is
@@ -47,9 +50,10 @@ rejected (the member then waits for a leader that speaks its version).
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -70,8 +74,17 @@ class MalformedGroupData(ValueError):
     """Member metadata or an assignment this worker cannot read."""
 
 
-def protocol_names(protocol: str, assignor: str) -> list[str]:
-    return [f"{style}/{assignor}" for style in STYLES[protocol]]
+def protocol_names(protocol: str, assignors: Sequence[str]) -> list[str]:
+    """The protocols a member offers, best first: each rebalance style its
+    ``connect.protocol`` accepts with each of its assignors in its order of preference.
+    The broker picks one every member offers (each member votes for the first of its
+    own it can: a cluster changes assignor one worker at a time)."""
+    return [f"{style}/{assignor}" for style in STYLES[protocol] for assignor in assignors]
+
+
+def assignor_of(protocol_name: str) -> str:
+    """The assignor of the protocol the broker chose."""
+    return protocol_name.partition("/")[2]
 
 
 def style_of(protocol_name: str) -> Style:
@@ -103,6 +116,8 @@ class MemberMetadata:
     owned: Assignment = EMPTY
     exactly_once: str = ""
     """Its ``exactly.once.source.support`` ("": a worker of an earlier release)."""
+    user_data: Any = None
+    """Its assignor's :meth:`~eos.runtime.cluster.assignors.base.Assignor.subscription`."""
 
     def encode(self) -> bytes:
         return _encode(
@@ -117,6 +132,7 @@ class MemberMetadata:
                 "generation": self.generation,
                 "exactly_once": self.exactly_once,
                 **_work(self.owned),
+                **_user_data(self.user_data),
             }
         )
 
@@ -134,6 +150,7 @@ class MemberMetadata:
             generation=_int(d, "generation"),
             owned=_assignment(d, "connectors", "tasks"),
             exactly_once=_optional_str(d, "exactly_once"),
+            user_data=_user_data_of(d),
         )
 
 
@@ -148,6 +165,8 @@ class MemberAssignment:
     members: tuple[MemberInfo, ...] = ()
     error: str = "none"
     message: str = ""
+    user_data: Any = None
+    """For the assignor's :meth:`~eos.runtime.cluster.assignors.base.Assignor.on_assignment`."""
 
     def encode(self) -> bytes:
         revoked = _work(self.revoked)
@@ -162,6 +181,7 @@ class MemberAssignment:
                 "revoked_connectors": revoked["connectors"],
                 "revoked_tasks": revoked["tasks"],
                 "delay_ms": self.delay_ms,
+                **_user_data(self.user_data),
             }
         )
         return head[:-1] + b',"members":' + _members_json(self.members) + b"}"
@@ -190,6 +210,7 @@ class MemberAssignment:
             ),
             error=_str(d, "error"),
             message=str(d.get("message", "")),
+            user_data=_user_data_of(d),
         )
 
 
@@ -206,6 +227,25 @@ def _members_json(members: tuple[MemberInfo, ...]) -> bytes:
         for m in members
     ]
     return json.dumps(listed, separators=(",", ":")).encode()
+
+
+def _user_data(value: Any) -> dict[str, Any]:
+    """The ``user_data`` field of a document: absent for None, bytes as base64."""
+    if value is None:
+        return {}
+    if isinstance(value, bytes | bytearray):
+        return {"user_data": {"$bytes": base64.b64encode(value).decode()}}
+    return {"user_data": value}
+
+
+def _user_data_of(d: Mapping[str, Any]) -> Any:
+    value = d.get("user_data")
+    if isinstance(value, dict) and list(value) == ["$bytes"] and isinstance(value["$bytes"], str):
+        try:
+            return base64.b64decode(value["$bytes"], validate=True)
+        except (ValueError, TypeError) as exc:
+            raise MalformedGroupData(f"user_data: bad base64 ({exc})") from exc
+    return value
 
 
 def _decode(data: bytes) -> dict[str, Any]:

@@ -1,7 +1,14 @@
 """What every assignor works with: the work of a cluster, its members, and the
 answer — who should run what.
 
-An assignor is a pure function object: :meth:`Assignor.assign` takes an
+An assignor takes part in the rebalance protocol in four ways (the group protocol's own
+parts): its :attr:`~Assignor.name` (workers list assignors in order of preference, and the
+group uses the first every member lists); :meth:`~Assignor.subscription`, the user data
+each member sends with its join (JSON, or bytes); :meth:`~Assignor.assign`, run on the
+leader over every member's data; :meth:`~Assignor.on_assignment`, run on each member with
+its share and the user data the leader gave it.
+
+:meth:`Assignor.assign` is a pure function: it takes an
 :class:`AssignmentRequest` and returns an :class:`AssignmentResult`, with no I/O
 and no clock of its own (time comes in ``now_ms``). It computes the *target*:
 which member should own each connector and task once the rebalance is over.
@@ -92,6 +99,9 @@ class Member:
     reported when it joined (0 for a worker that has just started)."""
     owned: Assignment = EMPTY
     """What the member runs now (cooperative) or ran before this rebalance (eager)."""
+    user_data: Any = None
+    """What the member's assignor returned from :meth:`Assignor.subscription` (JSON
+    values, or bytes; None if nothing)."""
 
 
 def _frozen() -> Mapping[str, Any]:
@@ -133,6 +143,9 @@ class AssignmentResult:
     a settle time); None: no need."""
     memory: Mapping[str, Any] = field(default_factory=_frozen)
     """State to receive back in the next request (JSON-like values only)."""
+    user_data: Mapping[str, Any] = field(default_factory=_frozen)
+    """Member id → what its :meth:`Assignor.on_assignment` receives with its share
+    (JSON values, or bytes); a member left out gets None."""
 
 
 @dataclass(frozen=True)
@@ -150,13 +163,26 @@ class AssignorSettings:
 
 class Assignor(ABC):
     """Computes the target assignment. Subclasses set :attr:`name` (the value of
-    the worker setting ``assignor`` that selects them) and implement :meth:`assign`."""
+    the worker setting ``assignor`` that selects them, and the protocol name members
+    agree on) and implement :meth:`assign`; :meth:`subscription` and
+    :meth:`on_assignment` are optional."""
 
     name: ClassVar[str]
 
     def __init__(self, settings: AssignorSettings) -> None:
         self.settings = settings
 
+    def subscription(self) -> Any:
+        """This member's user data, sent with every join and given to the leader's
+        :meth:`assign` as :attr:`Member.user_data`: JSON values, or bytes (None: none).
+        Called before each join, on every member."""
+        return None
+
     @abstractmethod
     def assign(self, request: AssignmentRequest) -> AssignmentResult:
         """The target assignment; must not raise for any well-formed request."""
+
+    def on_assignment(self, assigned: Assignment, user_data: Any) -> None:
+        """Called on every member once a rebalance that used this assignor completed:
+        what the member runs from now on, and what :attr:`AssignmentResult.user_data`
+        held for it. Must not raise (it is logged if it does) and must not block."""

@@ -19,7 +19,7 @@ The calls that change state run in the coordinator's mailbox.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -45,6 +45,7 @@ from eos.runtime.cluster.group_metadata import (
     MalformedGroupData,
     MemberAssignment,
     MemberMetadata,
+    assignor_of,
     protocol_names,
     style_of,
 )
@@ -59,7 +60,7 @@ class GroupListener:
         self,
         shared: Shared,
         *,
-        assignor: Assignor,
+        assignors: Sequence[Assignor],
         units: Units,
         reconciler: Reconciler,
         writes: ConfigWrites,
@@ -72,7 +73,11 @@ class GroupListener:
             shared.rejoin,
             shared.timers,
         )
-        self._observer, self._clock, self._assignor = shared.observer, shared.clock, assignor
+        self._observer, self._clock = shared.observer, shared.clock
+        self._assignors = {a.name: a for a in assignors}
+        """This worker's assignors by name, in its order of preference."""
+        self._memory_of = ""
+        """The assignor the leader's memory belongs to."""
         self._units, self._reconciler = units, reconciler
         self._writes, self._rounds, self._keys = writes, rounds, keys
         self._tenure_since: float | None = None
@@ -83,23 +88,30 @@ class GroupListener:
     # --------------------------------------------------- the membership's calls
 
     def protocols(self) -> list[tuple[str, bytes]]:
+        """One protocol per rebalance style and assignor, best first; each carries this
+        member's metadata with that assignor's name and subscription (user data)."""
         s, state = self._settings, self._state
         tenure = 0
         if self._tenure_since is not None:
             tenure = int((self._clock.monotonic() - self._tenure_since) * 1000)
-        metadata = MemberMetadata(
-            url=s.rest_url,
-            worker_id=s.worker_id,
-            config_offset=self._config_log.snapshot.offset,
-            protocol=s.rebalance_protocol,
-            assignor=self._assignor.name,
-            priority=s.worker_priority,
-            tenure_ms=tenure,
-            generation=state.generation,
-            owned=state.assigned or self._dropped,
-            exactly_once=s.exactly_once,
-        ).encode()
-        return [(name, metadata) for name in protocol_names(s.rebalance_protocol, s.assignor)]
+        metadata = {
+            name: MemberMetadata(
+                url=s.rest_url,
+                worker_id=s.worker_id,
+                config_offset=self._config_log.snapshot.offset,
+                protocol=s.rebalance_protocol,
+                assignor=name,
+                priority=s.worker_priority,
+                tenure_ms=tenure,
+                generation=state.generation,
+                owned=state.assigned or self._dropped,
+                exactly_once=s.exactly_once,
+                user_data=_subscription(assignor),
+            ).encode()
+            for name, assignor in self._assignors.items()
+        }
+        names = protocol_names(s.rebalance_protocol, list(self._assignors))
+        return [(name, metadata[assignor_of(name)]) for name in names]
 
     async def prepare_rejoin(self, lost: bool) -> None:
         with contextlib.suppress(ConflictError):  # stopping: the worker stops everything
@@ -164,10 +176,13 @@ class GroupListener:
         if modes := exactly_once_modes(members):
             log.info("workers differ in exactly.once.source.support", modes=modes)
         leader = LeaderView(join.member_id, self._settings.rest_url, snap)
+        assignor = self._assignors[assignor_of(join.protocol)]
+        if self._memory_of != assignor.name:  # the group changed assignor: start afresh
+            self._memory, self._memory_of = {}, assignor.name
         round_ = lead_round(
             leader,
             members,
-            assignor=self._assignor,
+            assignor=assignor,
             style=style_of(join.protocol),
             memory=self._memory,
             now_ms=int(self._clock.monotonic() * 1000),
@@ -215,6 +230,7 @@ class GroupListener:
             return
         await self._stop_revoked(assignment.revoked)
         state.assigned = assignment.assigned
+        _on_assignment(self._assignors.get(assignor_of(outcome.protocol)), assignment)
         self._report(outcome, assignment, previous_leader)
         await self._reconciler.reconcile()
         if assignment.revoked and state.style == "cooperative":
@@ -275,3 +291,21 @@ class GroupListener:
             self._timers.later(
                 "delayed", assignment.delay_ms, lambda: self._rejoin.request_rejoin("scheduled")
             )
+
+
+def _subscription(assignor: Assignor) -> Any:
+    """The assignor's user data for a join; a failing plugin sends none (logged)."""
+    try:
+        return assignor.subscription()
+    except Exception as exc:
+        log.error("assignor subscription() failed", assignor=assignor.name, error=repr(exc))
+        return None
+
+
+def _on_assignment(assignor: Assignor | None, assignment: MemberAssignment) -> None:
+    if assignor is None:
+        return
+    try:
+        assignor.on_assignment(assignment.assigned, assignment.user_data)
+    except Exception as exc:
+        log.error("assignor on_assignment() failed", assignor=assignor.name, error=repr(exc))

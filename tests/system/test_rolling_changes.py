@@ -1,7 +1,10 @@
-"""KIP-618's upgrade path on a live cluster: three ``eos worker`` processes with records
-flowing are rolled one at a time ``disabled`` → ``preparing`` → ``enabled``, a worker is
-SIGKILLed once the cluster is exactly-once, then they are rolled back to ``preparing`` and
-``disabled``. Read back read_committed by confluent-kafka (a client eos does not use):
+"""Settings changed one worker at a time on a live cluster of three ``eos worker``
+processes with records flowing, read back read_committed by confluent-kafka (a client eos
+does not use).
+
+KIP-618's upgrade path: rolled ``disabled`` → ``preparing`` → ``enabled``, a worker
+SIGKILLed once the cluster is exactly-once, then rolled back to ``preparing`` and
+``disabled``:
 
 - no gap anywhere, at any step;
 - no duplicate of a record written while every worker ran ``enabled`` (from the last roll
@@ -10,6 +13,9 @@ SIGKILLed once the cluster is exactly-once, then they are rolled back to ``prepa
   and takes back: a task that stays on another worker through the step is not restarted
   there (its ``task starting`` lines);
 - ``GET /`` lists each member's mode as the roll reaches it.
+
+The assignor: ``sticky`` → ``sticky,round-robin`` → ``round-robin``, the group moving
+only once every worker lists the new one; exactly once throughout.
 """
 
 from __future__ import annotations
@@ -89,9 +95,7 @@ def roll(cluster: Cluster, mode: str, *, only_moves_restart: bool) -> None:
     for worker in cluster.workers:
         before = cluster.placement("vs", TASKS, 120)
         offsets = {cluster.worker_id(w): log_size(w) for w in cluster.workers}
-        worker.set({"exactly.once.source.support": mode})
-        worker.stop()
-        worker.start()
+        restart(cluster, worker, {"exactly.once.source.support": mode})
         deadline = time.monotonic() + 60
         while modes(cluster).get(cluster.worker_id(worker)) != mode:
             assert time.monotonic() < deadline, f"{modes(cluster)}\n{cluster.tails()}"
@@ -102,6 +106,12 @@ def roll(cluster: Cluster, mode: str, *, only_moves_restart: bool) -> None:
                 if owner != cluster.worker_id(worker) and after[task] == owner:
                     starts = starts_since(cluster.by_id(owner), offsets[owner])
                     assert starts[task] == 0, (mode, task, owner, before, after)
+
+
+def restart(cluster: Cluster, worker: WorkerProcess, settings: dict[str, str]) -> None:
+    worker.set(settings)
+    worker.stop()
+    worker.start()
 
 
 def read_back(bootstrap: str, topic: str) -> list[tuple[int, Any]]:
@@ -171,3 +181,34 @@ def test_exactly_once_turned_on_and_off_on_a_live_cluster(
     assert len(in_window) > 1000
     twice = sorted(key for key in in_window if copies[key] > 1)
     assert not twice, (len(twice), twice[:5])
+
+
+def test_the_assignor_changed_one_worker_at_a_time(
+    bootstrap: str, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """sticky on all → sticky,round-robin rolled → round-robin rolled, records flowing: the
+    group stays on sticky until every worker lists round-robin, then takes it; nothing
+    lost or doubled."""
+    topic, group = unique_name("assignor"), unique_name("g")
+    cluster = Cluster(tmp_path, bootstrap, group, assignor="sticky")
+    used: list[str] = []
+    try:
+        cluster.start()
+        cluster.leader()
+        cluster.put_connector(connector(topic))
+        cluster.placement("vs", TASKS, 120)
+        for setting in ("sticky,round-robin", "round-robin"):
+            for worker in cluster.workers:
+                restart(cluster, worker, {"assignor": setting})
+                settled(cluster, worker)
+                root = cluster.get("/")
+                assert root is not None
+                used.append(root["cluster"]["assignor"])
+    finally:
+        cluster.stop()
+    # the first round-robin-only worker finds every other one listing it: the group moves
+    assert used == ["sticky", "sticky", "sticky", "round-robin", "round-robin", "round-robin"]
+    records = read_back(bootstrap, topic)
+    result = check(value for _, value in records)
+    assert (result.gaps, result.duplicates, result.invalid) == (0, 0, 0), result
+    assert result.partitions == TASKS
