@@ -34,7 +34,7 @@ import sys
 from eos.runtime.cluster.assignors import AssignorSettings, make_assignor
 from tests.assignor_rounds import Cluster, RoundReport
 
-ASSIGNORS = ("round-robin", "sticky", "cooperative", "failover")
+ASSIGNORS = ("round-robin", "sticky", "cooperative", "failover", "zone")
 STICKY = ("sticky", "cooperative")
 BALANCED = ("round-robin", "sticky", "cooperative")
 TARGET_MS = 100.0

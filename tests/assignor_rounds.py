@@ -121,6 +121,7 @@ class Cluster:
                 m,
                 url=f"http://{m}:8083",
                 tenure_ms=self.now_ms - self.joined[m],
+                user_data={"rack": f"zone-{int(m[1:]) % 3}"},  # three zones, for zone
                 owned=Assignment.of(
                     (i for i in owned[m] if isinstance(i, str)),
                     (i for i in owned[m] if isinstance(i, TaskId)),

@@ -303,8 +303,10 @@ class WorkerSettings:
         Importance.MEDIUM,
         "Who runs which connector and task: round-robin, sticky (balanced, moves the least), "
         "cooperative (sticky, holding a lost member's work for "
-        "scheduled.rebalance.max.delay.ms) or failover (everything on the member with the "
-        "highest worker.priority); or the name of an installed eos.assignors plugin, or a "
+        "scheduled.rebalance.max.delay.ms), failover (everything on the member with the "
+        "highest worker.priority) or zone (each connector's tasks spread over the "
+        "worker.rack values present, sticky otherwise); or the name of an installed "
+        "eos.assignors plugin, or a "
         "class path. Several, comma-separated, in order of preference: the group uses the "
         "first that every worker lists, so a cluster changes assignor one worker at a time "
         "(sticky, then sticky,failover on each, then failover).",
@@ -318,6 +320,16 @@ class WorkerSettings:
         Importance.LOW,
         "This worker's priority for assignor=failover: the live worker with the highest "
         "priority runs everything.",
+        "group protocol",
+    )
+    worker_rack: str = setting(
+        "worker.rack",
+        Type.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "This worker's rack or zone, for assignor=zone: each connector's tasks are spread "
+        "over the racks present (on Kubernetes, the node's topology.kubernetes.io/zone).",
         "group protocol",
     )
     failover_settle_ms: int = setting(

@@ -1,4 +1,4 @@
-"""The bundled assignors (round-robin, sticky, cooperative, failover) and the
+"""The bundled assignors (round-robin, sticky, cooperative, failover, zone) and the
 registry that finds them: pure functions, checked on hand-made cases and on
 many random ones (seeded, so every run checks the same cases)."""
 
@@ -27,6 +27,7 @@ from eos.runtime.cluster.assignors import (
     RoundRobinAssignor,
     StickyAssignor,
     TaskId,
+    ZoneAssignor,
     available_assignors,
     make_assignor,
 )
@@ -35,8 +36,8 @@ from eos.runtime.cluster.assignors.base import EMPTY
 DELAY = 60_000
 SETTLE = 10_000
 SETTINGS = AssignorSettings(scheduled_rebalance_max_delay_ms=DELAY, failover_settle_ms=SETTLE)
-ALL = [RoundRobinAssignor, StickyAssignor, CooperativeAssignor, FailoverAssignor]
-BALANCED = [RoundRobinAssignor, StickyAssignor, CooperativeAssignor]
+ALL = [RoundRobinAssignor, StickyAssignor, CooperativeAssignor, FailoverAssignor, ZoneAssignor]
+BALANCED = [RoundRobinAssignor, StickyAssignor, CooperativeAssignor, ZoneAssignor]
 SEEDS = range(300)
 
 

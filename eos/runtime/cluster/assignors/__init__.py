@@ -1,7 +1,7 @@
 """Assignors: who runs which connector and task (docs/cluster.md).
 
-The bundled ones are ``round-robin``, ``sticky`` (the default), ``cooperative``
-and ``failover``; :func:`make_assignor` finds them, and any a plugin installs,
+The bundled ones are ``round-robin``, ``sticky`` (the default), ``cooperative``,
+``failover`` and ``zone``; :func:`make_assignor` finds them, and any a plugin installs,
 by name.
 """
 
@@ -19,3 +19,4 @@ from eos.runtime.cluster.assignors.loader import available_assignors as availabl
 from eos.runtime.cluster.assignors.loader import make_assignor as make_assignor
 from eos.runtime.cluster.assignors.round_robin import RoundRobinAssignor as RoundRobinAssignor
 from eos.runtime.cluster.assignors.sticky import StickyAssignor as StickyAssignor
+from eos.runtime.cluster.assignors.zone import ZoneAssignor as ZoneAssignor
