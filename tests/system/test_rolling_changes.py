@@ -14,8 +14,8 @@ SIGKILLed once the cluster is exactly-once, then rolled back to ``preparing`` an
   there (its ``task starting`` lines);
 - ``GET /`` lists each member's mode as the roll reaches it.
 
-The assignor: ``sticky`` → ``sticky,round-robin`` → ``round-robin``, the group moving
-only once every worker lists the new one; exactly once throughout.
+The assignor: ``sticky`` → ``sticky,zone`` → ``zone``, the group moving only once every
+worker lists the new one; exactly once throughout.
 """
 
 from __future__ import annotations
@@ -186,28 +186,31 @@ def test_exactly_once_turned_on_and_off_on_a_live_cluster(
 def test_the_assignor_changed_one_worker_at_a_time(
     bootstrap: str, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """sticky on all → sticky,round-robin rolled → round-robin rolled, records flowing: the
-    group stays on sticky until every worker lists round-robin, then takes it; nothing
-    lost or doubled."""
+    """sticky on all → sticky,zone rolled → zone rolled (each worker in a rack of its own),
+    records flowing: the group stays on sticky until every worker lists zone, then takes
+    it and spreads the connector's tasks over the racks; nothing lost or doubled."""
     topic, group = unique_name("assignor"), unique_name("g")
-    cluster = Cluster(tmp_path, bootstrap, group, assignor="sticky")
+    racks = [{"worker.rack": rack} for rack in ("a", "b", "c")]
+    cluster = Cluster(tmp_path, bootstrap, group, each=racks, assignor="sticky")
     used: list[str] = []
     try:
         cluster.start()
         cluster.leader()
         cluster.put_connector(connector(topic))
         cluster.placement("vs", TASKS, 120)
-        for setting in ("sticky,round-robin", "round-robin"):
+        for setting in ("sticky,zone", "zone"):
             for worker in cluster.workers:
                 restart(cluster, worker, {"assignor": setting})
                 settled(cluster, worker)
                 root = cluster.get("/")
                 assert root is not None
                 used.append(root["cluster"]["assignor"])
+        placement = cluster.placement("vs", TASKS)
+        assert sorted(Counter(placement.values()).values()) == [2, 2, 2]  # two per rack
     finally:
         cluster.stop()
     # the first round-robin-only worker finds every other one listing it: the group moves
-    assert used == ["sticky", "sticky", "sticky", "round-robin", "round-robin", "round-robin"]
+    assert used == ["sticky", "sticky", "sticky", "zone", "zone", "zone"]
     records = read_back(bootstrap, topic)
     result = check(value for _, value in records)
     assert (result.gaps, result.duplicates, result.invalid) == (0, 0, 0), result
