@@ -14,6 +14,7 @@ import os
 import signal
 from collections.abc import Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -62,6 +63,13 @@ def worker_settings(props: Mapping[str, str]) -> WorkerConfig:
     problems = converter_problems(settings.raw)
     if problems:
         raise problems[0].error
+    if settings.connectors_dir is not None and not Path(settings.connectors_dir).is_dir():
+        raise ConfigError(
+            "connectors.dir",
+            settings.connectors_dir,
+            "not a directory: create it (or mount the connectors' ConfigMap there), or "
+            "leave the setting out",
+        )
     return settings
 
 

@@ -461,6 +461,38 @@ class WorkerSettings:
         "partitions its tasks write, for eos_worker_output_lso_* (docs/transactions.md).",
         "metrics",
     )
+    connectors_dir: str | None = setting(
+        "connectors.dir",
+        Type.STRING,
+        None,
+        None,
+        Importance.MEDIUM,
+        "A directory of connector files (one connector each: .properties, .json, .yaml; a "
+        "structured file may give state RUNNING, PAUSED or STOPPED) that the leader keeps "
+        "the cluster in line with: it creates, updates and moves states to match, on "
+        "change and every connectors.dir.poll.interval.ms (docs/deploy.md, GitOps).",
+        "declared connectors",
+        convert=or_none,
+    )
+    connectors_dir_poll_interval_ms: int = setting(
+        "connectors.dir.poll.interval.ms",
+        Type.LONG,
+        10000,
+        Range(at_least=100),
+        Importance.LOW,
+        "How often the leader reads connectors.dir again, changed or not.",
+        "declared connectors",
+    )
+    connectors_dir_prune: bool = setting(
+        "connectors.dir.prune",
+        Type.BOOLEAN,
+        False,
+        None,
+        Importance.MEDIUM,
+        "Delete the connectors no file in connectors.dir declares (never while a file there "
+        "does not parse).",
+        "declared connectors",
+    )
     topic_tracking: bool = setting(
         "topic.tracking.enable",
         Type.BOOLEAN,

@@ -63,6 +63,7 @@ from eos.runtime.cluster.group_metadata import assignor_of
 from eos.runtime.cluster.leader_client import LeaderClient
 from eos.runtime.cluster.membership import Membership, MembershipSettings, RejoinSignal
 from eos.runtime.cluster.signatures import Rejection, verify
+from eos.runtime.declared_connectors import DeclaredConnectors
 from eos.runtime.health import HealthMonitor
 from eos.runtime.lso_monitor import LsoMonitor, output_topics
 from eos.runtime.observer import NullObserver, WorkerObserver
@@ -135,6 +136,8 @@ class Worker:
             interval=s.lso_check_interval_ms / 1000,
             clock=self.clock,
         )
+        self.declared = DeclaredConnectors(self, s) if s.connectors_dir else None
+        """The leader's reconcile of ``connectors.dir`` (None without one)."""
 
     def _wire_cluster(self) -> None:
         """The coordinator's duties, the supervisor and the membership: the shared pieces
@@ -238,6 +241,8 @@ class Worker:
                 await tg.start(self.topics.run)
                 tg.start_soon(self.lso.run)
                 await tg.start(self.coordinator.run)
+                if self.declared is not None:
+                    await tg.start(self.declared.run)
                 self.health.watch("the coordinator", self.inbox.ping, self.inbox.busy_with)
                 membership = anyio.CancelScope()
                 tg.start_soon(self._membership, membership)
@@ -318,6 +323,10 @@ class Worker:
     async def snapshot(self) -> ConfigSnapshot:
         """The config topic read to its end."""
         return await self.state.snapshot()
+
+    def declared_connectors(self) -> dict[str, object] | None:
+        """The last reconcile of ``connectors.dir`` per file (None without one)."""
+        return self.declared.view() if self.declared is not None else None
 
     def cluster(self) -> ClusterView:
         """The cluster as this worker sees it."""

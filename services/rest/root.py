@@ -22,6 +22,7 @@ async def root(request: Request) -> Response:
             "eos": True,
             "worker_id": worker.settings.worker_id,
             "exactly_once_source_support": worker.settings.exactly_once,
+            "connectors_dir": worker.declared_connectors(),
             "cluster": {
                 "group_id": worker.settings.group_id,
                 "leader": view.is_leader,

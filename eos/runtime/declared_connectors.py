@@ -1,0 +1,255 @@
+"""Connectors declared as files (``connectors.dir``): the leader keeps the cluster in line
+with them, as Strimzi's operator does with ``KafkaConnector`` resources.
+
+Each file in the directory declares one connector (the formats of
+:mod:`eos.config.connector_files`; a structured file may give ``state``). Hidden entries
+are skipped, so a Kubernetes ConfigMap mounted there works: its files are symlinks into a
+``..data`` directory that kubelet swaps atomically. Every second the leader looks whether
+the files changed (names, sizes, modification times, through the symlinks), and reads them
+all on a change and every ``connectors.dir.poll.interval.ms``. :func:`plan` compares them
+with the config topic:
+
+- a connector no one has: **create** it in its declared state;
+- a connector whose settings differ: **update** it (nothing is written when they match);
+- a connector in another state than declared (none declared: RUNNING): **state**;
+- with ``connectors.dir.prune=true``, a connector no file declares: **delete** it.
+
+A file that does not parse (half written, a syntax error) is one log line naming it and
+its problem; its connector keeps running as it was, and no connector is pruned while any
+file does not parse. A change the worker refuses (a bad setting) is one line too. Each
+file's last outcome is in ``GET /`` (``connectors_dir``). A new leader reconciles at once,
+so a reconcile cut short by the leader's death is finished by the next one; the config
+topic is keyed by name, so nothing is created twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from eos.config.connector_files import ConnectorFile, read_connector
+from eos.config.worker import WorkerConfig
+from eos.errors import EosError
+from eos.runtime.worker_api import WorkerApi
+from eos.storage.config_log import TargetState
+
+log = structlog.get_logger(__name__)
+
+SUFFIXES = (".properties", ".conf", ".json", ".yaml", ".yml")
+STATES: Mapping[str, TargetState] = {
+    "RUNNING": TargetState.STARTED,
+    "PAUSED": TargetState.PAUSED,
+    "STOPPED": TargetState.STOPPED,
+}
+_SHOWN = {state: name for name, state in STATES.items()}
+LOOK_EVERY_S = 1.0
+"""How often the leader looks whether the files changed (a listing and a stat each)."""
+
+Action = Literal["create", "update", "state", "delete"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step of a reconcile."""
+
+    action: Action
+    connector: str
+    file: str | None = None
+    props: Mapping[str, str] | None = None
+    state: TargetState | None = None
+
+    def describe(self) -> str:
+        what = f"{self.action} {self.connector}"
+        if self.state is not None and self.action in ("create", "state"):
+            what += f" ({_SHOWN[self.state]})"
+        return what + (f" from {Path(self.file).name}" if self.file else "")
+
+
+def plan(
+    declared: Sequence[ConnectorFile],
+    current: Mapping[str, Mapping[str, str]],
+    states: Mapping[str, TargetState],
+    *,
+    prune: bool,
+    unreadable: bool = False,
+) -> list[Change]:
+    """What makes the cluster (``current`` configs, ``states``) match ``declared``.
+    ``unreadable``: some file did not parse, so nothing is pruned."""
+    changes: list[Change] = []
+    for f in declared:
+        want = STATES[f.state or "RUNNING"]
+        if f.name not in current:
+            changes.append(Change("create", f.name, f.path, f.config, want))
+            continue
+        if dict(current[f.name]) != f.config:
+            changes.append(Change("update", f.name, f.path, f.config))
+        if states.get(f.name, TargetState.STARTED) != want:
+            changes.append(Change("state", f.name, f.path, state=want))
+    if prune and not unreadable:
+        names = {f.name for f in declared}
+        changes += [Change("delete", name) for name in sorted(set(current) - names)]
+    return changes
+
+
+def read_directory(directory: Path) -> tuple[list[ConnectorFile], dict[str, str]]:
+    """The connector files of ``directory`` and the problem of each file that has one
+    (a name declared twice is a problem of the later file, in name order)."""
+    paths = sorted(
+        p for p in directory.iterdir()
+        if not p.name.startswith(".") and p.suffix.lower() in SUFFIXES
+    )  # fmt: skip
+    found: list[ConnectorFile] = []
+    problems: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for path in paths:
+        connector, own = read_connector(str(path))
+        if own:
+            problems[str(path)] = "; ".join(p.removeprefix(f"{path}: ") for p in own)
+        elif connector is not None and connector.name in first:
+            problems[str(path)] = f"connector {connector.name!r} is also in {first[connector.name]}"
+        elif connector is not None:
+            first[connector.name] = path.name
+            found.append(connector)
+    return found, problems
+
+
+def _signature(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a file is added, removed or rewritten (through symlinks)."""
+    seen = []
+    for path in sorted(directory.iterdir()):
+        if path.name.startswith("."):
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        seen.append((path.name, stat.st_mtime_ns, stat.st_size))
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """A file's last reconcile, as ``GET /`` shows it."""
+
+    connector: str | None
+    outcome: str
+    """unchanged, created, updated, state, not applied or unreadable."""
+    message: str = ""
+
+
+class DeclaredConnectors:
+    """The leader's reconcile of ``connectors.dir`` (see the module documentation)."""
+
+    def __init__(self, worker: WorkerApi, settings: WorkerConfig) -> None:
+        assert settings.connectors_dir is not None
+        self._worker = worker
+        self._directory = Path(settings.connectors_dir)
+        self._interval_s = settings.connectors_dir_poll_interval_ms / 1000
+        self._prune = settings.connectors_dir_prune
+        self.outcomes: dict[str, FileOutcome] = {}
+        """File name → its last outcome (this worker's last reconcile as leader)."""
+        self._said: dict[str, str] = {}
+        """File name → the problem last logged for it (said once, until it changes)."""
+
+    def view(self) -> dict[str, object]:
+        """What ``GET /`` shows."""
+        return {
+            "path": str(self._directory),
+            "prune": self._prune,
+            "files": {
+                name: {"connector": o.connector, "outcome": o.outcome, "message": o.message}
+                for name, o in sorted(self.outcomes.items())
+            },
+        }
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        last: tuple[tuple[str, int, int], ...] | None = None
+        read_at = -float("inf")
+        was_leader = False
+        while True:
+            await anyio.sleep(LOOK_EVERY_S)
+            leader = self._worker.cluster().is_leader
+            if not leader:
+                was_leader = False
+                continue
+            try:
+                signature = _signature(self._directory)
+            except OSError as exc:
+                log.warning("connectors.dir cannot be read", path=str(self._directory),
+                            error=str(exc))  # fmt: skip
+                continue
+            now = anyio.current_time()
+            if was_leader and signature == last and now - read_at < self._interval_s:
+                continue
+            was_leader, last, read_at = True, signature, now
+            try:
+                await self.reconcile()
+            except EosError as exc:  # the config topic could not be read: next time
+                log.warning("connectors.dir not reconciled", error=str(exc))
+
+    async def reconcile(self) -> list[Change]:
+        """Read the files, then make the cluster match them (leader only)."""
+        declared, problems = await anyio.to_thread.run_sync(read_directory, self._directory)
+        snap = await self._worker.snapshot()
+        states = {name: snap.target_state(name) for name in snap.connectors}
+        changes = plan(declared, snap.connectors, states, prune=self._prune,
+                       unreadable=bool(problems))  # fmt: skip
+        outcomes = {Path(f.path).name: FileOutcome(f.name, "unchanged") for f in declared}
+        for path, problem in problems.items():
+            name = Path(path).name
+            outcomes[name] = FileOutcome(None, "unreadable", problem)
+            self._say(name, "connector file not applied: it does not parse", problem)
+        if problems and self._prune:
+            log.warning("connectors.dir: nothing pruned while a file does not parse",
+                        files=sorted(Path(p).name for p in problems))  # fmt: skip
+        for change in changes:
+            file = Path(change.file).name if change.file else None
+            try:
+                await self._apply(change)
+            except EosError as exc:
+                if file is not None:
+                    outcomes[file] = FileOutcome(change.connector, "not applied", str(exc))
+                    self._say(file, "connector file not applied", str(exc))
+                else:
+                    log.warning("connector not pruned", connector=change.connector,
+                                error=str(exc))  # fmt: skip
+                continue
+            log.info("declared connector reconciled", change=change.describe())
+            if file is not None and outcomes[file].outcome == "unchanged":
+                outcomes[file] = FileOutcome(change.connector, _done(change.action))
+        for name, outcome in outcomes.items():
+            if outcome.outcome not in ("unreadable", "not applied"):
+                self._said.pop(name, None)
+        self.outcomes = outcomes
+        return changes
+
+    async def _apply(self, change: Change) -> None:
+        worker = self._worker
+        if change.action == "create":
+            assert change.props is not None
+            assert change.state is not None
+            await worker.put_connector(change.connector, change.props, change.state)
+        elif change.action == "update":
+            assert change.props is not None
+            await worker.put_connector(change.connector, change.props)
+        elif change.action == "state":
+            assert change.state is not None
+            await worker.set_target_state(change.connector, change.state)
+        else:
+            await worker.delete_connector(change.connector)
+
+    def _say(self, file: str, event: str, problem: str) -> None:
+        if self._said.get(file) != problem:
+            self._said[file] = problem
+            log.warning(event, file=file, problem=problem)
+
+
+def _done(action: Action) -> str:
+    return {"create": "created", "update": "updated", "state": "state", "delete": "deleted"}[action]
