@@ -17,7 +17,7 @@ with the config topic:
 A file that does not parse (half written, a syntax error) is one log line naming it and
 its problem; its connector keeps running as it was, and no connector is pruned while any
 file does not parse. A change the worker refuses (a bad setting) is one line too. Each
-file's last outcome is in ``GET /`` (``connectors_dir``). A new leader reconciles at once,
+file's outcome is in ``GET /`` (``connectors_dir``). A new leader reconciles at once,
 so a reconcile cut short by the leader's death is finished by the next one; the config
 topic is keyed by name, so nothing is created twice.
 """
@@ -101,9 +101,10 @@ def read_directory(directory: Path) -> tuple[list[ConnectorFile], dict[str, str]
     """The connector files of ``directory`` and the problem of each file that has one
     (a name declared twice is a problem of the later file, in name order)."""
     paths = sorted(
-        p for p in directory.iterdir()
-        if not p.name.startswith(".") and p.suffix.lower() in SUFFIXES
-    )  # fmt: skip
+        p
+        for p in directory.iterdir()
+        if not p.name.startswith(".") and p.suffix.lower() in SUFFIXES and p.exists()
+    )  # fmt: skip (a dangling symlink: kubelet has swapped ..data and not yet removed it)
     found: list[ConnectorFile] = []
     problems: dict[str, str] = {}
     first: dict[str, str] = {}
@@ -139,7 +140,8 @@ class FileOutcome:
 
     connector: str | None
     outcome: str
-    """unchanged, created, updated, state, not applied or unreadable."""
+    """What was last done for it: created, updated or state (kept while it stays in line;
+    unchanged if nothing ever was), or why not: not applied, unreadable."""
     message: str = ""
 
 
@@ -207,8 +209,8 @@ class DeclaredConnectors:
             outcomes[name] = FileOutcome(None, "unreadable", problem)
             self._say(name, "connector file not applied: it does not parse", problem)
         if problems and self._prune:
-            log.warning("connectors.dir: nothing pruned while a file does not parse",
-                        files=sorted(Path(p).name for p in problems))  # fmt: skip
+            unreadable = ", ".join(sorted(Path(p).name for p in problems))
+            self._say("", "connectors.dir: nothing pruned while a file does not parse", unreadable)
         for change in changes:
             file = Path(change.file).name if change.file else None
             try:
@@ -227,6 +229,14 @@ class DeclaredConnectors:
         for name, outcome in outcomes.items():
             if outcome.outcome not in ("unreadable", "not applied"):
                 self._said.pop(name, None)
+            before = self.outcomes.get(name)
+            if (
+                outcome.outcome == "unchanged"
+                and before is not None
+                and before.connector == outcome.connector
+                and before.outcome not in ("unreadable", "not applied")
+            ):
+                outcomes[name] = before  # what was last done for it still holds
         self.outcomes = outcomes
         return changes
 
@@ -248,7 +258,10 @@ class DeclaredConnectors:
     def _say(self, file: str, event: str, problem: str) -> None:
         if self._said.get(file) != problem:
             self._said[file] = problem
-            log.warning(event, file=file, problem=problem)
+            if file:
+                log.warning(event, file=file, problem=problem)
+            else:
+                log.warning(event, files=problem)
 
 
 def _done(action: Action) -> str:

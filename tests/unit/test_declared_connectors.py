@@ -64,6 +64,9 @@ def write_configmap(mount: Path, files: dict[str, str], version: int) -> None:
         link = mount / name
         if not link.is_symlink():
             link.symlink_to(f"..data/{name}")
+    for link in mount.iterdir():  # then the links of files no longer in it go
+        if link.is_symlink() and not link.name.startswith(".") and not link.exists():
+            link.unlink()
 
 
 def test_a_configmap_mount_and_its_atomic_swap(tmp_path: Path) -> None:
@@ -76,6 +79,11 @@ def test_a_configmap_mount_and_its_atomic_swap(tmp_path: Path) -> None:
     write_configmap(tmp_path, {"orders.json": json.dumps(paused)}, 2)
     found, _ = read_directory(tmp_path)
     assert (found[0].state, found[0].config["topic"]) == ("PAUSED", "o2")
+
+
+def test_a_link_left_dangling_by_the_swap_is_no_file(tmp_path: Path) -> None:
+    (tmp_path / "gone.json").symlink_to("..data/gone.json")
+    assert read_directory(tmp_path) == ([], {})
 
 
 def test_a_file_that_does_not_parse_is_named_and_the_others_are_read(tmp_path: Path) -> None:
