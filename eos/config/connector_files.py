@@ -33,6 +33,29 @@ from eos.errors import ConfigError
 
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 _STRUCTURED = (".json", ".yaml", ".yml")
+SUFFIXES = (".properties", ".conf", *_STRUCTURED)
+"""What a connector file in a directory is named."""
+
+
+def files_in(directory: Path) -> list[Path]:
+    """The connector files of ``directory``, by name: hidden entries are skipped (a mounted
+    ConfigMap's ``..data`` and its versions), and so is a link left dangling (kubelet has
+    swapped ``..data`` and not yet removed it)."""
+    return sorted(
+        p for p in directory.iterdir()
+        if not p.name.startswith(".") and p.suffix.lower() in SUFFIXES and p.exists()
+    )  # fmt: skip
+
+
+def expand_directories(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each directory replaced by its connector files."""
+    expanded: list[str] = []
+    for path in paths:
+        if Path(path).is_dir():
+            expanded += [str(p) for p in files_in(Path(path))]
+        else:
+            expanded.append(path)
+    return expanded
 
 
 @dataclass(frozen=True)

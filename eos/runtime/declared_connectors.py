@@ -33,7 +33,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from eos.config.connector_files import ConnectorFile, read_connector
+from eos.config.connector_files import ConnectorFile, files_in, read_connector
 from eos.config.worker import WorkerConfig
 from eos.errors import EosError
 from eos.runtime.worker_api import WorkerApi
@@ -41,7 +41,6 @@ from eos.storage.config_log import TargetState
 
 log = structlog.get_logger(__name__)
 
-SUFFIXES = (".properties", ".conf", ".json", ".yaml", ".yml")
 STATES: Mapping[str, TargetState] = {
     "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED,
@@ -78,19 +77,23 @@ def plan(
     *,
     prune: bool,
     unreadable: bool = False,
+    default_state: str | None = "RUNNING",
 ) -> list[Change]:
     """What makes the cluster (``current`` configs, ``states``) match ``declared``.
-    ``unreadable``: some file did not parse, so nothing is pruned."""
+    ``unreadable``: some file did not parse, so nothing is pruned. A file without a
+    ``state`` keeps its connector in ``default_state`` (None: in whatever state it is;
+    created in its ``initial_state``, else RUNNING)."""
     changes: list[Change] = []
     for f in declared:
-        want = STATES[f.state or "RUNNING"]
+        keep = f.state or default_state
         if f.name not in current:
-            changes.append(Change("create", f.name, f.path, f.config, want))
+            initial = STATES[keep or f.initial_state or "RUNNING"]
+            changes.append(Change("create", f.name, f.path, f.config, initial))
             continue
         if dict(current[f.name]) != f.config:
             changes.append(Change("update", f.name, f.path, f.config))
-        if states.get(f.name, TargetState.STARTED) != want:
-            changes.append(Change("state", f.name, f.path, state=want))
+        if keep is not None and states.get(f.name, TargetState.STARTED) != STATES[keep]:
+            changes.append(Change("state", f.name, f.path, state=STATES[keep]))
     if prune and not unreadable:
         names = {f.name for f in declared}
         changes += [Change("delete", name) for name in sorted(set(current) - names)]
@@ -100,11 +103,7 @@ def plan(
 def read_directory(directory: Path) -> tuple[list[ConnectorFile], dict[str, str]]:
     """The connector files of ``directory`` and the problem of each file that has one
     (a name declared twice is a problem of the later file, in name order)."""
-    paths = sorted(
-        p
-        for p in directory.iterdir()
-        if not p.name.startswith(".") and p.suffix.lower() in SUFFIXES and p.exists()
-    )  # fmt: skip (a dangling symlink: kubelet has swapped ..data and not yet removed it)
+    paths = files_in(directory)
     found: list[ConnectorFile] = []
     problems: dict[str, str] = {}
     first: dict[str, str] = {}

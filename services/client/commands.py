@@ -25,6 +25,9 @@ from typing import Any, TextIO, TypeVar
 
 import httpx
 
+from eos.config.connector_files import expand_directories
+from eos.runtime.declared_connectors import STATES, Change, plan
+from eos.storage.config_log import TargetState
 from services.client import render
 from services.client.files import (
     INITIAL_STATES,
@@ -237,7 +240,7 @@ def _line(path: str, setting: str | None, message: str) -> str:
 def _checked(c: Context) -> list[ConnectorFile]:
     """The connectors of the files, read and (unless ``--no-validate``) validated by
     their plugins; :class:`BadFiles` with every problem of every file."""
-    connectors, problems = read_connectors(c.args.files)
+    connectors, problems = read_connectors(expand_directories(c.args.files))
     if not c.args.no_validate:
         problems += [
             _line(f.path, setting, message)
@@ -255,18 +258,55 @@ def _applied(c: Context, results: list[dict[str, Any]]) -> int:
 
 
 def connectors_apply(c: Context) -> int:
-    """Create what is missing (with the file's initial_state), update the others."""
+    """Make the worker's cluster match the files (and directories of files), as the
+    worker's ``connectors.dir`` does: create what is missing (in its ``state`` or
+    ``initial_state``), update only what differs, move a file's ``state``, and with
+    ``--prune`` delete the connectors no file declares; ``--dry-run`` prints the plan."""
     connectors = _checked(c)
-    existing = set(c.client.connector_names())
+    current = c.client.connectors_expanded("info", "status")
+    configs = {n: dict(body["info"]["config"]) for n, body in current.items()}
+    states = {
+        n: STATES.get(body["status"]["connector"]["state"], TargetState.STARTED)
+        for n, body in current.items()
+    }
+    changes = plan(connectors, configs, states, prune=c.args.prune, default_state=None)
+    if c.args.dry_run:
+        text = "\n".join(ch.describe() for ch in changes) or "nothing to change"
+        c.emit([_change_json(ch) for ch in changes], lambda: text)
+        return OK
     results = []
-    for f in connectors:
-        if f.name not in existing and f.initial_state:
-            info, created = c.client.create(f.name, f.config, f.initial_state), True
+    for change in changes:
+        name = change.connector
+        if change.action == "create":
+            state = _SHOWN_STATES[change.state or TargetState.STARTED]
+            results.append({"name": name, "action": "created",
+                            "info": c.client.create(name, change.props or {}, state)})  # fmt: skip
+        elif change.action == "update":
+            info, _ = c.client.put_config(name, change.props or {})
+            results.append({"name": name, "action": "updated", "info": info})
+        elif change.action == "state":
+            verb = {TargetState.STARTED: "resume", TargetState.PAUSED: "pause"}.get(
+                change.state or TargetState.STARTED, "stop"
+            )
+            getattr(c.client, verb)(name)
+            done = {"resume": "resumed", "pause": "paused", "stop": "stopped"}[verb]
+            results.append({"name": name, "action": done})
         else:
-            info, created = c.client.put_config(f.name, f.config)
-        results.append({"name": f.name, "action": "created" if created else "updated",
-                        "info": info})  # fmt: skip
+            c.client.delete(name)
+            results.append({"name": name, "action": "deleted"})
+    if not results and not c.json:
+        c.say("nothing to change")
+        return OK
     return _applied(c, results)
+
+
+_SHOWN_STATES = {state: name for name, state in STATES.items()}
+
+
+def _change_json(change: Change) -> dict[str, Any]:
+    state = _SHOWN_STATES.get(change.state) if change.state is not None else None
+    return {"name": change.connector, "action": change.action, "file": change.file,
+            "state": state}  # fmt: skip
 
 
 def connectors_create(c: Context) -> int:
@@ -533,7 +573,7 @@ def _connectors(sub: Any, common: argparse.ArgumentParser) -> None:
     status = _leaf(actions, "status", connectors_status, common, "connector and task states")
     status.add_argument("names", nargs="*", metavar="NAME", help="default: every connector")
 
-    files_help = "connector files (.properties, .json, .yaml)"
+    files_help = "connector files (.properties, .json, .yaml), or directories of them"
     for name, handler, text in [
         ("apply", connectors_apply, "create the connectors of the files, or update them"),
         ("create", connectors_create, "create connectors (an existing one is an error)"),
@@ -547,6 +587,15 @@ def _connectors(sub: Any, common: argparse.ArgumentParser) -> None:
         )  # fmt: skip
         if name == "create":
             leaf.add_argument("--initial-state", choices=INITIAL_STATES, default=None)
+        if name == "apply":
+            leaf.add_argument(
+                "--prune", action="store_true",
+                help="delete the connectors no file declares (a directory: as connectors.dir)",
+            )  # fmt: skip
+            leaf.add_argument(
+                "--dry-run", action="store_true",
+                help="print the plan (create, update, state, delete) and change nothing",
+            )  # fmt: skip
     validate = _leaf(
         actions, "validate", connectors_validate, common,
         "check connector files against their plugins; print every problem (exit 2 if any)",

@@ -292,3 +292,34 @@ def test_the_eos_command_exits_1_without_a_worker_and_2_for_a_bad_file(tmp_path:
         f"{tmp_path / 'gone.properties'}: cannot be read (no such file)",
         "error: 3 problems; nothing was changed",
     ]
+
+
+async def test_apply_a_directory_with_prune_and_a_dry_run_first(
+    bootstrap: str, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``eos connectors apply DIR --prune --dry-run`` prints the plan and changes nothing;
+    without --dry-run it creates (in a file's state), deletes what no file declares, and a
+    second run has nothing to change."""
+    topic = unique_name("out")
+    old = write_properties(tmp_path / "old.properties", {**verifiable(topic), "name": "old"})
+    declared = tmp_path / "connectors"
+    declared.mkdir()
+    (declared / "a.json").write_text(json.dumps(
+        {"name": "a", "state": "PAUSED", "config": {**verifiable(topic), "name": "a"}}
+    ))  # fmt: skip
+    write_properties(declared / "b.properties", {**verifiable(topic), "name": "b"})
+    async with running_worker(worker_props(bootstrap, unique_name("g"))) as w:
+        assert (await eos(w, "connectors", "apply", str(old))).out == "created connector old\n"
+        planned = await eos(w, "connectors", "apply", str(declared), "--prune", "--dry-run")
+        assert planned.out.splitlines() == [
+            "create a (PAUSED) from a.json", "create b (RUNNING) from b.properties", "delete old",
+        ]  # fmt: skip
+        assert (await eos(w, "connectors", "list")).out == "old\n"
+        applied = await eos(w, "connectors", "apply", str(declared), "--prune")
+        assert applied.out.splitlines() == [
+            "created connector a", "created connector b", "deleted connector old",
+        ]  # fmt: skip
+        await until(w, lambda s: s["connector"]["state"] == "PAUSED", "a")
+        assert (await eos(w, "connectors", "apply", str(declared), "--prune")).out == (
+            "nothing to change\n"
+        )

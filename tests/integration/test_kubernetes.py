@@ -9,6 +9,7 @@ PodDisruptionBudget, a non-root read-only container, monitoring resources."""
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -268,3 +269,33 @@ def test_dashboards_as_configmaps_for_grafanas_sidecar(docs: dict[tuple[str, str
         if kind == "ConfigMap" and config["metadata"]["labels"].get("grafana_dashboard") == "1":
             found.update(config["data"])
     assert found == {p.name: p.read_text().rstrip("\n") for p in sources}
+
+
+def test_connectors_declared_in_values_are_a_mounted_configmap(
+    build: ModuleType, tmp_path: Path
+) -> None:
+    """connectors.files: a ConfigMap mounted whole (no subPath: kubelet's updates reach
+    the pods) at /etc/eos/connectors, which worker.properties names as connectors.dir;
+    every object still valid."""
+    orders = {"name": "orders", "state": "PAUSED",
+              "config": {"connector.class": "FileSource", "topic": "orders"}}  # fmt: skip
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"connectors": {
+        "files": {"orders.json": json.dumps(orders)}, "prune": True, "pollIntervalMs": 3600000,
+    }}))  # fmt: skip
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    props = worker_properties(docs)
+    assert props["connectors.dir"] == "/etc/eos/connectors"
+    assert props["connectors.dir.prune"] == "true"
+    assert props["connectors.dir.poll.interval.ms"] == "3600000"  # not 3.6e+06
+    files = docs[("ConfigMap", "eos-connectors")]["data"]
+    assert json.loads(files["orders.json"]) == orders
+    spec = pod(docs)["spec"]
+    mount = next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "connectors")
+    assert (mount["mountPath"], mount.get("subPath")) == ("/etc/eos/connectors", None)
+    volume = next(v for v in spec["volumes"] if v["name"] == "connectors")
+    assert volume["configMap"]["name"] == "eos-connectors"
+    for doc in rendered:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
