@@ -32,6 +32,7 @@ from eos.acls.rules import output_topics as declared_topics
 from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
 from eos.errors import (
+    ConfigError,
     EosError,
     NotFoundError,
     NotLeaderError,
@@ -109,6 +110,8 @@ class Worker:
         assignor_settings = AssignorSettings(
             s.scheduled_rebalance_max_delay_ms, s.failover_settle_ms, s.raw
         )
+        if not s.assignor_names:
+            raise ConfigError("assignor", s.assignor, "name an assignor (e.g. sticky)")
         self.assignors = [make_assignor(name, assignor_settings) for name in s.assignor_names]
         """This worker's assignors, in its order of preference (``assignor=a,b``)."""
         self.resources = SharedResources(plugin_settings or {}, s.thread_pool_size, self.observer)
