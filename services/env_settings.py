@@ -10,7 +10,10 @@ written this way: put it in the worker file. Set in both, the environment wins, 
 file can serve several workers that differ in a variable or two.
 
 The variables the ``eos`` command reads for itself (:data:`NOT_SETTINGS`) are never
-settings. Values are never logged: ``eos worker`` logs only the names it took.
+settings, nor are those Kubernetes puts in every pod for each Service whose name starts
+with ``eos`` (``EOS_SERVICE_HOST``, ``EOS_PORT_8083_TCP_ADDR``,
+``EOS_HEADLESS_SERVICE_PORT_REST``…, :data:`SERVICE_LINK`): they are skipped without a
+word. Values are never logged: ``eos worker`` logs only the names it took.
 """
 
 from __future__ import annotations
@@ -39,6 +42,21 @@ NOT_SETTINGS: Final = frozenset(
     }
 )
 _UNDERSCORES: Final = {1: ".", 2: "_", 3: "-"}
+SERVICE_LINK: Final = re.compile(
+    r"EOS(_[A-Z0-9_]+)?_(SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)"
+)
+"""The variables of Kubernetes' service links (``enableServiceLinks``) for a Service
+named ``eos…``: ``<NAME>_SERVICE_HOST``, ``<NAME>_SERVICE_PORT[_<port name>]``,
+``<NAME>_PORT_<port>_<protocol>[_PROTO|_PORT|_ADDR]``, and ``<NAME>_PORT`` when its
+value is a ``tcp://…`` address (:func:`is_service_link`; ``EOS_REST_ADVERTISED_PORT``
+with a number stays a setting)."""
+
+
+def is_service_link(name: str, value: str) -> bool:
+    """Whether ``name=value`` is a variable Kubernetes sets for a Service, not a setting."""
+    if SERVICE_LINK.fullmatch(name):
+        return True
+    return name.endswith("_PORT") and re.fullmatch(r"(tcp|udp|sctp)://\S+", value) is not None
 
 
 def setting_name(variable: str) -> str:
@@ -58,9 +76,10 @@ def setting_name(variable: str) -> str:
 
 
 def settings_from_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The worker settings ``environ`` holds (every ``EOS_*`` variable but :data:`NOT_SETTINGS`)."""
+    """The worker settings ``environ`` holds: every ``EOS_*`` variable but
+    :data:`NOT_SETTINGS` and Kubernetes' service links (:data:`SERVICE_LINK`)."""
     return {
         setting_name(name): value
         for name, value in sorted(environ.items())
-        if name.startswith(PREFIX) and name not in NOT_SETTINGS
+        if name.startswith(PREFIX) and name not in NOT_SETTINGS and not is_service_link(name, value)
     }

@@ -174,6 +174,7 @@ def test_settings_from_a_configmap_and_secrets_through_the_file_provider(
     config = mounts["/etc/eos/worker.properties"]
     assert volumes[config["name"]]["configMap"]["name"] == "eos-config"
     assert spec["containers"][0]["args"] == ["worker", "/etc/eos/worker.properties"]
+    assert spec["enableServiceLinks"] is False  # no EOS_PORT_8083_TCP… in the pods
 
 
 def test_probes_on_health_with_strimzis_timings(docs: dict[tuple[str, str], Doc]) -> None:

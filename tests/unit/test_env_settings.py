@@ -50,6 +50,26 @@ def test_only_eos_variables_and_not_the_commands_own() -> None:
     assert {"EOS_CACHE_DIR", "EOS_LOG_LEVEL", "EOS_URL", "EOS_PASSWORD"} <= NOT_SETTINGS
 
 
+def test_kubernetes_service_links_are_no_settings() -> None:
+    """What a pod gets for the Services eos and eos-headless (port rest, 8083): skipped
+    without a word, while a real setting with a similar name stays."""
+    environ = {
+        "EOS_SERVICE_HOST": "10.0.0.7",
+        "EOS_SERVICE_PORT": "8083",
+        "EOS_SERVICE_PORT_REST": "8083",
+        "EOS_PORT": "tcp://10.0.0.7:8083",
+        "EOS_PORT_8083_TCP": "tcp://10.0.0.7:8083",
+        "EOS_PORT_8083_TCP_PROTO": "tcp",
+        "EOS_PORT_8083_TCP_PORT": "8083",
+        "EOS_PORT_8083_TCP_ADDR": "10.0.0.7",
+        "EOS_HEADLESS_SERVICE_HOST": "10.0.0.8",
+        "EOS_HEADLESS_PORT": "tcp://10.0.0.8:8083",
+        "EOS_REST_ADVERTISED_PORT": "8083",
+        "EOS_GROUP_ID": "orders",
+    }
+    assert settings_from_env(environ) == {"rest.advertised.port": "8083", "group.id": "orders"}
+
+
 TOPICS = {
     "EOS_CONFIG_STORAGE_TOPIC": "c-configs",
     "EOS_OFFSET_STORAGE_TOPIC": "c-offsets",
