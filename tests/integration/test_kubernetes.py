@@ -155,12 +155,18 @@ def test_settings_from_a_configmap_and_secrets_through_the_file_provider(
 ) -> None:
     values = tmp_path / "values.yaml"
     jaas = "${file:/etc/eos/secrets/kafka.properties:sasl.jaas.config}"
-    values.write_text(yaml.safe_dump({"workerConfig": {"sasl.jaas.config": jaas}}))
+    values.write_text(yaml.safe_dump({"workerConfig": {
+        "sasl.jaas.config": jaas, "offset.flush.interval.ms": 3600000, "producer.linger.ms": 5,
+        "some.ratio": 0.25, "topic.tracking.enable": False,
+    }}))  # fmt: skip
     docs = {
         (d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(build.render(values)) if d
     }
     props = worker_properties(docs)
     assert props["sasl.jaas.config"] == jaas
+    assert props["offset.flush.interval.ms"] == "3600000"  # numbers stay numbers, not 3.6e+06
+    assert (props["producer.linger.ms"], props["some.ratio"]) == ("5", "0.25")
+    assert props["topic.tracking.enable"] == "false"
     assert props["config.providers"] == "file"
     assert props["config.providers.file.class"] == (
         "org.apache.kafka.common.config.provider.FileConfigProvider"
