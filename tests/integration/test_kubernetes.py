@@ -306,3 +306,41 @@ def test_connectors_declared_in_values_are_a_mounted_configmap(
     for doc in rendered:
         if doc["kind"] not in CRDS:
             kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+
+
+def test_the_knobs_strimzi_users_reach_for(build: ModuleType, tmp_path: Path) -> None:
+    """extraEnv, envFrom, extra volumes, a created service account, image pull secrets and
+    topology spread reach the pods; a startup probe guards a slow start; all valid."""
+    values = tmp_path / "values.yaml"
+    spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+              "whenUnsatisfiable": "ScheduleAnyway",
+              "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "eos"}}}  # fmt: skip
+    values.write_text(yaml.safe_dump({
+        "extraEnv": [{"name": "EOS_PRODUCER_CLIENT", "value": "librdkafka"}],
+        "envFrom": [{"secretRef": {"name": "eos-env"}}],
+        "extraVolumes": [{"name": "trust", "secret": {"secretName": "truststore"}}],
+        "extraVolumeMounts": [{"name": "trust", "mountPath": "/etc/eos/trust", "readOnly": True}],
+        "serviceAccount": {"create": True, "annotations": {"example.com/role": "eos"}},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "topologySpreadConstraints": [spread],
+    }))  # fmt: skip
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    spec = pod(docs)["spec"]
+    container = spec["containers"][0]
+    assert {"name": "EOS_PRODUCER_CLIENT", "value": "librdkafka"} in container["env"]
+    assert container["envFrom"] == [{"secretRef": {"name": "eos-env"}}]
+    assert {"name": "trust", "mountPath": "/etc/eos/trust", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    assert {"name": "trust", "secret": {"secretName": "truststore"}} in spec["volumes"]
+    assert spec["serviceAccountName"] == "eos"
+    assert docs[("ServiceAccount", "eos")]["metadata"]["annotations"] == {"example.com/role": "eos"}
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["topologySpreadConstraints"] == [spread]
+    startup = container["startupProbe"]
+    assert startup["httpGet"]["path"] == "/health"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    for doc in rendered:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
