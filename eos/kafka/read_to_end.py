@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from eos.errors import ReadToEndTimeout
 from eos.kafka import aiokafka_private as private
 from eos.kafka.async_service import AsyncService
-from eos.kafka.clients import ClientConfig, make_consumer
+from eos.kafka.clients import STOP_SECONDS, ClientConfig, make_consumer
 
 _POLL_MS = 100
 
@@ -82,10 +82,21 @@ class TopicReader(AsyncService):
         raise ReadToEndTimeout(f"topic {topic!r} does not exist (no partitions in metadata)")
 
     async def close(self) -> None:
-        for consumer in (self._reader, self._lister):
-            if consumer is not None:
-                await consumer.stop()
+        """Stop both consumers, each even if the other's stop fails, and even when the
+        caller is being cancelled (shielded, at most STOP_SECONDS each): a consumer left
+        unstopped is collected later with an "Unclosed AIOKafkaConsumer" warning that
+        fails whichever test is running then."""
+        reader, lister = self._reader, self._lister
         self._reader = self._lister = None
+        with anyio.CancelScope(shield=True):
+            try:
+                if reader is not None:
+                    with anyio.move_on_after(STOP_SECONDS):
+                        await reader.stop()
+            finally:
+                if lister is not None:
+                    with anyio.move_on_after(STOP_SECONDS):
+                        await lister.stop()
 
     async def end_offsets(self) -> dict[TopicPartition, int]:
         """High watermarks, as a read_uncommitted client sees them."""

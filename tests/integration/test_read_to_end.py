@@ -84,3 +84,19 @@ async def test_incremental_reads_return_only_new_records(
             await p.send(topic, b"two", partition=1)
         assert [r.value for r in await reader.read_to_end(10)] == [b"two"]
         assert await reader.read_to_end(10) == []
+
+
+async def test_a_reader_closed_while_its_caller_is_cancelled_stops_both_consumers(
+    client_config: ClientConfig, topic_factory: TopicFactory
+) -> None:
+    """A cancelled caller's ``async with`` still stops the reader and the lister (one
+    left unstopped was later collected as "Unclosed AIOKafkaConsumer", failing whatever
+    test ran then)."""
+    topic = await topic_factory()
+    reader = TopicReader(client_config, topic)
+    with anyio.CancelScope() as scope:
+        async with reader:
+            consumers = [reader._reader, reader._lister]
+            scope.cancel()
+            await anyio.sleep(5)  # cancelled here: __aexit__ closes under cancellation
+    assert [c is not None and c._closed for c in consumers] == [True, True]
