@@ -23,7 +23,7 @@ from aiokafka import errors as kerrors
 from aiokafka.client import AIOKafkaClient, CoordinationType
 
 from eos.kafka.authorized import AuthorizedMetadata
-from eos.kafka.clients import ClientConfig, make_client
+from eos.kafka.clients import STOP_SECONDS, ClientConfig, make_client
 from eos.kafka.txn_requests import (
     DescribeProducers,
     DescribeTransactions,
@@ -97,7 +97,8 @@ class TransactionsAdmin:
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        await self.client.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_SECONDS):
+            await self.client.close()
 
     async def _send(self, node: int, request: Any) -> Any:
         return await self.client.send(node, request)

@@ -49,7 +49,7 @@ from aiokafka import errors as kerrors
 
 from eos.errors import AccessDenied, FencedError, RetriableError
 from eos.kafka.acls import refused_transactional_id
-from eos.kafka.clients import FENCED_ERRORS, ClientConfig, make_producer
+from eos.kafka.clients import FENCED_ERRORS, STOP_SECONDS, ClientConfig, make_producer
 from eos.kafka.transactional_ids import leader_transactional_id
 from eos.storage._store import Record, TopicStore
 from eos.storage.config_records import ConfigRecord as ConfigRecord
@@ -341,9 +341,13 @@ class ConfigLog(ConfigWriters, TopicStore[ConfigState]):
         return self._snapshot
 
     async def close(self) -> None:
-        async with self._write_lock:
-            await self._drop_producer()
-        await super().close()
+        with anyio.CancelScope(shield=True):  # the reader's consumers too, even if cancelled
+            try:
+                with anyio.move_on_after(STOP_SECONDS):
+                    async with self._write_lock:
+                        await self._drop_producer()
+            finally:
+                await super().close()
 
     async def claim_write_privileges(self) -> None:
         """Initialise a new transactional producer now (fencing any other holder of

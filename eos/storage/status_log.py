@@ -48,10 +48,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+import anyio
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from eos.kafka.clients import ClientConfig, make_producer, started
+from eos.kafka.clients import STOP_SECONDS, ClientConfig, make_producer, started
 from eos.state import State
 from eos.storage._store import (
     Record,
@@ -343,9 +344,13 @@ class StatusLog(TopicStore[StatusTable]):
 
     async def close(self) -> None:
         producer, self._producer = self._producer, None
-        if producer is not None:
-            await producer.stop()
-        await super().close()
+        with anyio.CancelScope(shield=True):  # the reader's consumers too, even if cancelled
+            try:
+                if producer is not None:
+                    with anyio.move_on_after(STOP_SECONDS):
+                        await producer.stop()
+            finally:
+                await super().close()
 
     async def refresh(self, timeout: float | None = None) -> None:
         """Read the topic to its end (``timeout`` defaults to ``read_timeout``).
