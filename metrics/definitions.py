@@ -70,6 +70,7 @@ class TaskMetrics:
     last_commit_age: Gauge
     last_commit_timestamp: Gauge
     events: Counter
+    values: Gauge
     auto_restarts: Counter
     auto_restarting: Gauge
 
@@ -193,6 +194,12 @@ class TaskMetrics:
                 "Events the connector's task counted itself, by event (e.g. SparkSource "
                 "changed_files: files found changed after they were read).",
                 "event",
+            ),
+            values=gauge(
+                "eos_task_value",
+                "Values the connector's task set itself, by name (e.g. PostgresCdcSource "
+                "slot_lag_bytes: WAL its replication slot holds beyond what Kafka has).",
+                "gauge",
             ),
             auto_restarts=counter(
                 "eos_task_auto_restarts_total",

@@ -103,6 +103,7 @@ class PrometheusTaskObserver:
         self._max = 0
         self._states = [s.value for s in TASK_STATES]
         self._events: set[str] = set()
+        self._values: set[str] = set()
         self._create_series()
         # The labelled children, looked up once: a lookup costs more than the update
         # (the hot path runs per poll, per send and per commit of every task).
@@ -268,6 +269,14 @@ class PrometheusTaskObserver:
         self._m.events.labels(*self._labels, event).inc(amount)
 
     @_never_raises
+    def task_value(self, name: str, value: float) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._values.add(name)
+        self._m.values.labels(*self._labels, name).set(value)
+
+    @_never_raises
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -308,6 +317,8 @@ class PrometheusTaskObserver:
             m.state.remove(*labels, state)
         for event in self._events:
             m.events.remove(*labels, event)
+        for name in self._values:
+            m.values.remove(*labels, name)
 
 
 class PrometheusObserver:

@@ -86,6 +86,8 @@ class SourceTaskContext:
     background: BackgroundTasks | None = None
     events: Callable[[str, int], None] | None = None
     """Where :meth:`count` reports (the worker's metrics)."""
+    values: Callable[[str, float], None] | None = None
+    """Where :meth:`gauge` reports (the worker's metrics)."""
 
     def count(self, event: str, amount: int = 1) -> None:
         """Count ``amount`` occurrences of a connector-defined ``event`` (e.g.
@@ -93,6 +95,13 @@ class SourceTaskContext:
         Use a few fixed event names, never values (each name is a Prometheus series)."""
         if self.events is not None:
             self.events(event, amount)
+
+    def gauge(self, name: str, value: float) -> None:
+        """Set a connector-defined value that goes up and down (e.g. ``"slot_lag_bytes"``):
+        exported per task as ``eos_task_value{gauge=...}`` until the task is gone. Use a
+        few fixed names, with the unit in the name."""
+        if self.values is not None:
+            self.values(name, value)
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``await func(*args)`` in the background while the task runs, e.g. to read

@@ -55,6 +55,9 @@ class TaskObserver(Protocol):
     def task_event(self, event: str, amount: int) -> None:
         """The connector's task counted an event of its own (``context.count``)."""
 
+    def task_value(self, name: str, value: float) -> None:
+        """The connector's task set a value of its own (``context.gauge``)."""
+
     def close(self) -> None:
         """The task is gone from this worker (its series may be removed)."""
 
@@ -162,6 +165,9 @@ class NullTaskObserver:
         pass
 
     def task_event(self, event: str, amount: int) -> None:
+        pass
+
+    def task_value(self, name: str, value: float) -> None:
         pass
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ FAILED reason."""
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -385,6 +386,45 @@ async def test_heartbeats_move_the_slot_while_the_tables_are_quiet(
     beats = committed(bootstrap, f"__debezium-heartbeat.{name}")
     assert beats
     assert beats[-1][1] == {"serverName": name}
+
+
+async def test_the_slots_lag_is_a_metric(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+) -> None:
+    """Without heartbeats, writes to a table the connector does not capture leave WAL the
+    slot must keep: eos_task_value{gauge="slot_lag_bytes"} and "slot_lag_seconds" grow;
+    the snapshot's chunks are counted."""
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE captured (id int PRIMARY KEY)")
+        conn.execute("INSERT INTO captured SELECT generate_series(1, 10)")
+        conn.execute("CREATE TABLE busy (id serial PRIMARY KEY, filler text)")
+    name = unique_name("cdc")
+    await ensure_topic(client_config, f"{name}.public.captured", partitions=1)
+    config = cdc_config(postgres, db, name, table_include_list="public.captured")
+
+    def gauge(metrics: str, which: str) -> float:
+        found = re.search(rf'eos_task_value{{[^}}]*gauge="{which}"[^}}]*}} (\S+)', metrics)
+        return float(found.group(1)) if found else -1.0
+
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+        await worker.wait_for_tasks(name, "RUNNING", 1)
+        with postgres.connect(db) as conn:
+            for _ in range(20):
+                conn.execute("INSERT INTO busy (filler) SELECT repeat('x', 1000)")
+        deadline = time.monotonic() + 30
+        while True:
+            metrics = (await worker.http.get("/metrics")).text
+            if gauge(metrics, "slot_lag_bytes") > 20_000 and gauge(metrics, "slot_lag_seconds") > 0:
+                break
+            assert time.monotonic() < deadline, [
+                line for line in metrics.splitlines() if "eos_task_value" in line
+            ]
+            await anyio.sleep(0.5)
+        assert re.search(r'eos_task_events_total{[^}]*event="snapshot_chunks"[^}]*} 1\.0', metrics)
 
 
 async def test_the_slot_stays_unless_dropped_on_stop(

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "monitoring.md"
 ALLOWED_LABELS = {
     "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition",
-    "stage",
+    "stage", "gauge",
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
@@ -32,6 +32,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     task = observer.task("c", 0)
     task.transaction_committed(1, 0.0, 0.0)
     task.task_event("changed_files", 1)
+    task.task_value("slot_lag_bytes", 1)
     observer.fencing_round("c", 0.1, True)
     observer.task_count_record_written("c")
     observer.auto_restarted("c", 0, 1)

@@ -204,6 +204,9 @@ def test_connector_events_counted_per_event_and_removed_on_close(
     events = "eos_task_events_total"
     assert value(observer.registry, events, **task_labels(), event="changed_files") == 3
     assert value(observer.registry, events, **task_labels(), event="skipped_rows") == 5
+    task.task_value("slot_lag_bytes", 4096)
+    task.task_value("slot_lag_bytes", 0)
+    assert value(observer.registry, "eos_task_value", **task_labels(), gauge="slot_lag_bytes") == 0
     task.close()
     assert series_of(observer.registry, connector="orders", task="0") == []
 

@@ -201,6 +201,7 @@ class SourceTaskRunner(ABC):
             transaction_context=self.transaction_context(),
             background=background,
             events=self.deps.observer.task_event,
+            values=self.deps.observer.task_value,
         )
         try:
             await self.deps.offset_reader.refresh()

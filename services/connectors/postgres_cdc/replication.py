@@ -42,6 +42,8 @@ class ReplicationStream:
         self._to_confirm = 0
         self._confirmed = 0
         self.wal_end = 0
+        self._behind_since: float | None = None
+        """When the server's WAL first went past what Kafka holds (None: it has not)."""
 
     def open(self) -> None:
         from psycopg2.extras import LogicalReplicationConnection
@@ -92,6 +94,17 @@ class ReplicationStream:
     def confirm(self, lsn: int) -> None:
         """Let the slot move to ``lsn`` (sent with the next :meth:`read`)."""
         self._to_confirm = max(self._to_confirm, lsn)
+
+    def lag(self, now: float) -> tuple[int, float]:
+        """(bytes, seconds): the WAL the server has beyond what Kafka holds (what the
+        slot keeps), and how long there has been some (0 when none)."""
+        behind = max(0, self.wal_end - self._to_confirm)
+        if behind == 0:
+            self._behind_since = None
+            return 0, 0.0
+        if self._behind_since is None:
+            self._behind_since = now
+        return behind, now - self._behind_since
 
     def read(self, limit: int, timeout: float) -> list[tuple[int, bytes]]:
         """Up to ``limit`` messages ``(wal start, payload)``, waiting at most ``timeout``

@@ -256,6 +256,7 @@ class PostgresCdcTask(SourceTask):
         if self._context.transaction_context is not None:
             self._context.transaction_context.commit_transaction(records[-1])
         self._context.count("snapshot_rows", len(records))
+        self._context.count("snapshot_chunks")
         return list(records)
 
     async def _end_snapshot(self) -> None:
@@ -281,6 +282,10 @@ class PostgresCdcTask(SourceTask):
         )
         for lsn, payload in messages:
             await self._handle(lsn, pgoutput.decode(payload))
+        if self._context is not None:
+            lag_bytes, lag_seconds = self._stream.lag(time.monotonic())
+            self._context.gauge("slot_lag_bytes", lag_bytes)
+            self._context.gauge("slot_lag_seconds", lag_seconds)
         if not self._ready:
             heartbeat = self._heartbeat()
             return None if heartbeat is None else [heartbeat]
