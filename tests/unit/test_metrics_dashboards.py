@@ -154,6 +154,14 @@ def test_queries_and_rules_refer_to_existing_metrics() -> None:
             assert known_metric(name), (name, expr)
 
 
+def test_the_docs_table_lists_every_alert() -> None:
+    rules = yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())["groups"]
+    alerts = {r["alert"] for group in rules for r in group["rules"]}
+    text = (PROMETHEUS.parents[1] / "docs" / "monitoring.md").read_text()
+    listed = set(re.findall(r"^\| `(Eos\w+)` \|", text, re.M))
+    assert listed == alerts
+
+
 def test_provisioning_files() -> None:
     datasources = yaml.safe_load((GRAFANA / "provisioning/datasources/prometheus.yml").read_text())
     (source,) = datasources["datasources"]
