@@ -180,11 +180,10 @@ class DeclaredConnectors:
             if not leader:
                 was_leader = False
                 continue
-            try:
-                signature = _signature(self._directory)
+            try:  # a listing and a stat per file, in the thread pool like every file read
+                signature = await anyio.to_thread.run_sync(_signature, self._directory)
             except OSError as exc:
-                log.warning("connectors.dir cannot be read", path=str(self._directory),
-                            error=str(exc))  # fmt: skip
+                self._say("", "connectors.dir cannot be read", str(exc))
                 continue
             now = anyio.current_time()
             if was_leader and signature == last and now - read_at < self._interval_s:
@@ -192,8 +191,8 @@ class DeclaredConnectors:
             was_leader, last, read_at = True, signature, now
             try:
                 await self.reconcile()
-            except EosError as exc:  # the config topic could not be read: next time
-                log.warning("connectors.dir not reconciled", error=str(exc))
+            except (EosError, OSError) as exc:  # the config topic or the directory: next time
+                self._say("", "connectors.dir not reconciled", str(exc))
 
     async def reconcile(self) -> list[Change]:
         """Read the files, then make the cluster match them (leader only)."""
@@ -260,7 +259,7 @@ class DeclaredConnectors:
             if file:
                 log.warning(event, file=file, problem=problem)
             else:
-                log.warning(event, files=problem)
+                log.warning(event, detail=problem)
 
 
 def _done(action: Action) -> str:
