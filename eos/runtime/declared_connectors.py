@@ -24,16 +24,16 @@ topic is keyed by name, so nothing is created twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import anyio
 import structlog
 from anyio.abc import TaskStatus
 
 from eos.config.connector_files import ConnectorFile, files_in, read_connector
+from eos.config.connector_plan import Action, Change, plan
 from eos.config.worker import WorkerConfig
 from eos.errors import EosError
 from eos.runtime.worker_api import WorkerApi
@@ -41,63 +41,15 @@ from eos.storage.config_log import TargetState
 
 log = structlog.get_logger(__name__)
 
-STATES: Mapping[str, TargetState] = {
+TARGETS: Mapping[str, TargetState] = {
     "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED,
     "STOPPED": TargetState.STOPPED,
 }
-_SHOWN = {state: name for name, state in STATES.items()}
+"""A file's ``state`` → the target state the config topic keeps."""
+_SHOWN = {state: name for name, state in TARGETS.items()}
 LOOK_EVERY_S = 1.0
 """How often the leader looks whether the files changed (a listing and a stat each)."""
-
-Action = Literal["create", "update", "state", "delete"]
-
-
-@dataclass(frozen=True)
-class Change:
-    """One step of a reconcile."""
-
-    action: Action
-    connector: str
-    file: str | None = None
-    props: Mapping[str, str] | None = None
-    state: TargetState | None = None
-
-    def describe(self) -> str:
-        what = f"{self.action} {self.connector}"
-        if self.state is not None and self.action in ("create", "state"):
-            what += f" ({_SHOWN[self.state]})"
-        return what + (f" from {Path(self.file).name}" if self.file else "")
-
-
-def plan(
-    declared: Sequence[ConnectorFile],
-    current: Mapping[str, Mapping[str, str]],
-    states: Mapping[str, TargetState],
-    *,
-    prune: bool,
-    unreadable: bool = False,
-    default_state: str | None = "RUNNING",
-) -> list[Change]:
-    """What makes the cluster (``current`` configs, ``states``) match ``declared``.
-    ``unreadable``: some file did not parse, so nothing is pruned. A file without a
-    ``state`` keeps its connector in ``default_state`` (None: in whatever state it is;
-    created in its ``initial_state``, else RUNNING)."""
-    changes: list[Change] = []
-    for f in declared:
-        keep = f.state or default_state
-        if f.name not in current:
-            initial = STATES[keep or f.initial_state or "RUNNING"]
-            changes.append(Change("create", f.name, f.path, f.config, initial))
-            continue
-        if dict(current[f.name]) != f.config:
-            changes.append(Change("update", f.name, f.path, f.config))
-        if keep is not None and states.get(f.name, TargetState.STARTED) != STATES[keep]:
-            changes.append(Change("state", f.name, f.path, state=STATES[keep]))
-    if prune and not unreadable:
-        names = {f.name for f in declared}
-        changes += [Change("delete", name) for name in sorted(set(current) - names)]
-    return changes
 
 
 def read_directory(directory: Path) -> tuple[list[ConnectorFile], dict[str, str]]:
@@ -198,7 +150,7 @@ class DeclaredConnectors:
         """Read the files, then make the cluster match them (leader only)."""
         declared, problems = await anyio.to_thread.run_sync(read_directory, self._directory)
         snap = await self._worker.snapshot()
-        states = {name: snap.target_state(name) for name in snap.connectors}
+        states = {name: _SHOWN[snap.target_state(name)] for name in snap.connectors}
         changes = plan(declared, snap.connectors, states, prune=self._prune,
                        unreadable=bool(problems))  # fmt: skip
         outcomes = {Path(f.path).name: FileOutcome(f.name, "unchanged") for f in declared}
@@ -243,13 +195,13 @@ class DeclaredConnectors:
         if change.action == "create":
             assert change.props is not None
             assert change.state is not None
-            await worker.put_connector(change.connector, change.props, change.state)
+            await worker.put_connector(change.connector, change.props, TARGETS[change.state])
         elif change.action == "update":
             assert change.props is not None
             await worker.put_connector(change.connector, change.props)
         elif change.action == "state":
             assert change.state is not None
-            await worker.set_target_state(change.connector, change.state)
+            await worker.set_target_state(change.connector, TARGETS[change.state])
         else:
             await worker.delete_connector(change.connector)
 

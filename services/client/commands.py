@@ -26,8 +26,7 @@ from typing import Any, TextIO, TypeVar
 import httpx
 
 from eos.config.connector_files import expand_directories
-from eos.runtime.declared_connectors import STATES, Change, plan
-from eos.storage.config_log import TargetState
+from eos.config.connector_plan import Change, plan
 from services.client import render
 from services.client.files import (
     INITIAL_STATES,
@@ -266,7 +265,7 @@ def connectors_apply(c: Context) -> int:
     current = c.client.connectors_expanded("info", "status")
     configs = {n: dict(body["info"]["config"]) for n, body in current.items()}
     states = {
-        n: STATES.get(body["status"]["connector"]["state"], TargetState.STARTED)
+        n: _STATES.get(body["status"]["connector"]["state"], "RUNNING")
         for n, body in current.items()
     }
     changes = plan(connectors, configs, states, prune=c.args.prune, default_state=None)
@@ -277,17 +276,18 @@ def connectors_apply(c: Context) -> int:
     results = []
     for change in changes:
         name = change.connector
-        if change.action == "create":
-            state = _SHOWN_STATES[change.state or TargetState.STARTED]
-            results.append({"name": name, "action": "created",
-                            "info": c.client.create(name, change.props or {}, state)})  # fmt: skip
+        if change.action == "create" and change.state in (None, "RUNNING"):
+            info, created = c.client.put_config(name, change.props or {})  # PUT creates too
+            results.append({"name": name, "action": "created" if created else "updated",
+                            "info": info})  # fmt: skip
+        elif change.action == "create":
+            info = c.client.create(name, change.props or {}, change.state)
+            results.append({"name": name, "action": "created", "info": info})
         elif change.action == "update":
             info, _ = c.client.put_config(name, change.props or {})
             results.append({"name": name, "action": "updated", "info": info})
         elif change.action == "state":
-            verb = {TargetState.STARTED: "resume", TargetState.PAUSED: "pause"}.get(
-                change.state or TargetState.STARTED, "stop"
-            )
+            verb = {"RUNNING": "resume", "PAUSED": "pause"}.get(change.state or "RUNNING", "stop")
             getattr(c.client, verb)(name)
             done = {"resume": "resumed", "pause": "paused", "stop": "stopped"}[verb]
             results.append({"name": name, "action": done})
@@ -300,13 +300,13 @@ def connectors_apply(c: Context) -> int:
     return _applied(c, results)
 
 
-_SHOWN_STATES = {state: name for name, state in STATES.items()}
+_STATES = {"RUNNING": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}
+"""A connector's status → the state a file gives (UNASSIGNED, FAILED… count as RUNNING)."""
 
 
 def _change_json(change: Change) -> dict[str, Any]:
-    state = _SHOWN_STATES.get(change.state) if change.state is not None else None
     return {"name": change.connector, "action": change.action, "file": change.file,
-            "state": state}  # fmt: skip
+            "state": change.state}  # fmt: skip
 
 
 def connectors_create(c: Context) -> int:

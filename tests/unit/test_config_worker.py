@@ -312,6 +312,8 @@ def test_package_exports() -> None:
     submodules = {
         "auto_restart",
         "connector",
+        "connector_files",
+        "connector_plan",
         "converters",
         "definition",
         "error_handling",

@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 from eos.config.connector_files import ConnectorFile
-from eos.runtime.declared_connectors import Change, plan, read_directory
-from eos.storage.config_log import TargetState
+from eos.config.connector_plan import Change, plan
+from eos.runtime.declared_connectors import read_directory
 
-RUNNING, PAUSED, STOPPED = TargetState.STARTED, TargetState.PAUSED, TargetState.STOPPED
+RUNNING, PAUSED, STOPPED = "RUNNING", "PAUSED", "STOPPED"
 
 
 def declared(name: str, state: str | None = None, **settings: str) -> ConnectorFile:
