@@ -136,3 +136,21 @@ async def test_a_connector_may_refuse_an_offset_change(
         refused = await w.http.patch("/connectors/vs/offsets", json={"offsets": [entry]})
         assert refused.status_code == 400
         assert "offsets are managed elsewhere" in refused.json()["message"]
+
+
+async def test_offsets_change_on_an_at_least_once_cluster(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """With exactly.once.source.support=disabled the leader fences nothing, and a stopped
+    connector's offsets are still altered and reset (KIP-875 does not need exactly-once)."""
+    wprops = worker_props(bootstrap, unique_name("g"), exactly_once_source_support="disabled")
+    async with running_worker(wprops, [verifiable(unique_name("out"))]) as w:
+        await until_state(w, "RUNNING", 1)
+        assert (await w.http.put("/connectors/vs/stop")).status_code == 202
+        await until_state(w, "STOPPED", 0)
+        entry = {"partition": {"partition": "0-0"}, "offset": {"seqno": 42}}
+        altered = await w.http.patch("/connectors/vs/offsets", json={"offsets": [entry]})
+        assert altered.status_code == 200, altered.text
+        assert (await offsets(w))["0-0"] == 42
+        reset = await w.http.delete("/connectors/vs/offsets")
+        assert reset.status_code == 200, reset.text

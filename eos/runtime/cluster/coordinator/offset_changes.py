@@ -123,7 +123,8 @@ class OffsetChanges:
         snap = await self.writes.begin_offset_change(name)
         try:
             props = self.providers.resolve(snap.connectors[name])
-            await self.rounds.fence(name)  # the stop's round: every old producer fenced
+            if self.settings.transactional_config_writes:  # (disabled: nobody fences)
+                await self.rounds.fence(name)  # the stop's round: every old producer fenced
             if changes is None:
                 changes = dict.fromkeys(await read_offsets(self.settings, name, props))
             connector = connector_class(props["connector.class"])()
