@@ -325,6 +325,10 @@ SCHEMAS: dict[str, Any] = {
             "kafka_cluster_id": {"type": ["string", "null"]},
             "worker_id": {"type": "string"},
             "exactly_once_source_support": {"type": "string"},
+            "connectors_dir": {
+                "type": ["object", "null"],
+                "description": "connectors.dir: its path, prune, and each file's outcome",
+            },
             "cluster": {"type": "object"},
         },
     },
