@@ -265,8 +265,7 @@ def connectors_apply(c: Context) -> int:
     current = c.client.connectors_expanded("info", "status")
     configs = {n: dict(body["info"]["config"]) for n, body in current.items()}
     states = {
-        n: _STATES.get(body["status"]["connector"]["state"], "RUNNING")
-        for n, body in current.items()
+        n: _declared_state(body["status"]["connector"]["state"]) for n, body in current.items()
     }
     changes = plan(connectors, configs, states, prune=c.args.prune, default_state=None)
     if c.args.dry_run:
@@ -300,8 +299,9 @@ def connectors_apply(c: Context) -> int:
     return _applied(c, results)
 
 
-_STATES = {"RUNNING": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}
-"""A connector's status → the state a file gives (UNASSIGNED, FAILED… count as RUNNING)."""
+def _declared_state(status: str) -> str:
+    """A connector's status as a file's state (UNASSIGNED, FAILED… count as RUNNING)."""
+    return status if status in INITIAL_STATES else "RUNNING"
 
 
 def _change_json(change: Change) -> dict[str, Any]:
