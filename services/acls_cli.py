@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from eos.acls.rules import Plan, output_topics, plan
+from eos.acls.rules import Plan, client_config_of, cluster_of, output_topics, plan
 from eos.config.files import load_config_file
 from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
@@ -63,11 +63,36 @@ def run(args: argparse.Namespace) -> int:
         connectors = anyio.run(_cluster_connectors, worker, admin, args.connector)
     providers = ConfigProviders.from_worker(worker.raw)  # a principal may be in ${file:…}
     connectors = {name: providers.resolve(props) for name, props in connectors.items()}
-    found = plan(worker, connectors, output_topics)
+    clusters = plan(worker, connectors, output_topics).clusters()
     if args.action == "plan":
-        _print_plan(found)
+        for cluster, found in clusters.items():
+            if len(clusters) > 1:
+                print(f"# on the cluster at {cluster}")
+            _print_plan(found)
+        _print_notes(next(iter(clusters.values()), None))
         return 0
-    return anyio.run(_check_or_grant, found, admin, args)
+    status = 0
+    for cluster, found in clusters.items():
+        if len(clusters) > 1:
+            print(f"# on the cluster at {cluster}")
+        status |= anyio.run(_check_or_grant, found, _on(cluster, found, admin, args), args)
+    _print_notes(next(iter(clusters.values()), None))
+    return status
+
+
+def _on(cluster: str, found: Plan, admin: ClientConfig, args: argparse.Namespace) -> ClientConfig:
+    """The operator's client for ``cluster``: ``admin`` itself on the workers' cluster; on a
+    connector's other cluster, the ``--command-config`` settings pointed there, or without
+    them the connector's own admin client (``admin.override.*``)."""
+    if cluster == cluster_of(admin.bootstrap_servers):
+        return admin
+    if args.command_config is not None:
+        there = {"bootstrap.servers": cluster}
+        return ClientConfig(
+            {**admin.common, **there}, admin.producer, admin.consumer, {**admin.admin, **there}
+        )
+    chosen = next((p for p in found.acls if p.rule.layer == "admin"), found.acls[0])
+    return client_config_of(chosen)
 
 
 def _admin_config(worker: WorkerConfig, command_config: Path | None) -> ClientConfig:
@@ -97,9 +122,14 @@ def _print_plan(found: Plan) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[4]
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[4]
         )
-    for note in found.notes:
+
+
+def _print_notes(found: Plan | None) -> None:
+    for note in found.notes if found else ():
         print(f"note: {note}")
 
 
@@ -122,8 +152,6 @@ async def _check_or_grant(found: Plan, admin: ClientConfig, args: argparse.Names
               f"{kafka_acls_command(acl, bootstrap, config)}")  # fmt: skip
     for acl in blocked:
         print(f"denied: a DENY ACL takes {acl.principal} {acl.describe()} away; remove it")
-    for note in found.notes:
-        print(f"note: {note}")
     if not missing and not blocked:
         print(f"all {len(wanted)} ACLs of the plan are granted")
         return 0

@@ -24,6 +24,7 @@ from eos.acls.rules import OutputTopics, Planned, client_config_of, plan
 from eos.config.connector import ConnectorConfig
 from eos.config.worker import WorkerConfig
 from eos.errors import (
+    AccessDenied,
     ConfigError,
     ConflictError,
     FencingError,
@@ -142,7 +143,7 @@ async def explain(
         return exc
     if not missing:
         return exc
-    explained = denied(missing, ",".join(worker.bootstrap_servers))
+    explained = _denied(missing)
     explained.__cause__ = exc
     return explained
 
@@ -198,21 +199,31 @@ def _named(acl: Acl, names: set[str]) -> bool:
     return acl.name in names
 
 
-async def _missing(candidates: list[Planned], kinds: Mapping[str, set[str]]) -> list[Acl]:
-    by_principal: dict[str, list[Planned]] = {}
+async def _missing(candidates: list[Planned], kinds: Mapping[str, set[str]]) -> list[Planned]:
+    """The candidates the brokers confirm missing, asked of each principal on its cluster."""
+    by_client: dict[tuple[str, str], list[Planned]] = {}
     for planned in candidates:
-        by_principal.setdefault(planned.acl.principal, []).append(planned)
-    missing: list[Acl] = []
-    for planned_acls in by_principal.values():
+        by_client.setdefault((planned.acl.principal, planned.cluster), []).append(planned)
+    missing: list[Planned] = []
+    for planned_acls in by_client.values():
         topics = {p.acl.name for p in planned_acls if p.acl.resource == "Topic"}
         groups = {p.acl.name for p in planned_acls if p.acl.resource == "Group"}
         access = Authorized()
         if topics or groups:
             config = client_config_of(planned_acls[0])
             access = await authorized_operations(config, topics, next(iter(groups), None))
-        missing += [p.acl for p in planned_acls if not _granted(p.acl, access, kinds)]
-    kept = {acl.key for acl in without_implied(missing)}  # Write granted gives Describe back
-    return [acl for acl in missing if acl.key in kept]
+        missing += [p for p in planned_acls if not _granted(p.acl, access, kinds)]
+    kept = {acl.key for acl in without_implied(p.acl for p in missing)}  # Write gives Describe
+    return [p for p in missing if p.acl.key in kept]
+
+
+def _denied(missing: list[Planned]) -> AccessDenied:
+    """:func:`eos.kafka.acls.denied` for ACLs of the plan, each fix naming its cluster."""
+    clusters: dict[str, list[Acl]] = {}
+    for planned in missing:
+        clusters.setdefault(planned.cluster, []).append(planned.acl)
+    parts = [denied(acls, cluster) for cluster, acls in clusters.items()]
+    return AccessDenied("\n".join(str(p) for p in parts), [a for p in parts for a in p.acls])
 
 
 def _granted(acl: Acl, access: Authorized, kinds: Mapping[str, set[str]]) -> bool:
@@ -246,4 +257,4 @@ async def check_worker_access(worker: WorkerConfig) -> None:
         log.info("access check skipped", error=repr(exc))
         return
     if missing:
-        raise denied(missing, ",".join(worker.bootstrap_servers))
+        raise _denied(missing)

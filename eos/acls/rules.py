@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from eos.config.connector import ConnectorConfig
+from eos.config.connector import ConnectorConfig, writes_elsewhere
 from eos.config.worker import WorkerConfig
 from eos.kafka.acls import CLUSTER_NAME, Acl, without_implied
 from eos.kafka.clients import ClientConfig
@@ -118,7 +118,7 @@ RULES: Final = (
          ("DescribeConfigs",), "reading the brokers' `default.replication.factor`",
          "a replication factor of -1"),
     Rule("workers", "workers", "consumer", "Topic", "{output}", "LITERAL", ("Describe",),
-         "the last-stable-offset metric of output partitions"),
+         "the last-stable-offset metric of output partitions", "output here"),
 )  # fmt: skip
 """Every ACL an eos cluster needs, one row of docs/security.md's table each."""
 
@@ -127,6 +127,7 @@ CONDITIONS: Final = {
     _OWN_MISSING: "only for a connector with an offsets topic of its own, until it exists",
     _MISSING: "only until the topic exists",
     "a replication factor of -1": "only when a `*.storage.replication.factor` is -1",
+    "output here": "not for a connector writing to another cluster",
 }
 
 
@@ -138,6 +139,18 @@ class Planned:
     acl: Acl
     rule: Rule
     client: Mapping[str, str]
+
+    @property
+    def cluster(self) -> str:
+        """The cluster the ACL is granted on: its client's ``bootstrap.servers`` (a
+        connector's other cluster for its own clients, as :meth:`ConnectorConfig.
+        output_cluster_config` connects them)."""
+        return cluster_of(self.client.get("bootstrap.servers", ""))
+
+
+def cluster_of(bootstrap_servers: str) -> str:
+    """``bootstrap.servers`` written one way, so that two spellings of a cluster match."""
+    return ",".join(sorted({s.strip() for s in bootstrap_servers.split(",") if s.strip()}))
 
 
 def client_config_of(planned: Planned) -> ClientConfig:
@@ -160,8 +173,17 @@ class Plan:
         ]  # fmt: skip
         return Plan(kept, self.notes)
 
+    def clusters(self) -> dict[str, Plan]:
+        """The plan split by the cluster each ACL is granted on, the workers' first (a
+        connector writing to another cluster has its own clients' ACLs there)."""
+        split: dict[str, Plan] = {}
+        for planned in self.acls:
+            split.setdefault(planned.cluster, Plan([], self.notes)).acls.append(planned)
+        return split
+
     def least(self) -> list[Acl]:
-        """The ACLs to grant: without duplicates and implied ones (each with every reason)."""
+        """The ACLs to grant: without duplicates and implied ones (each with every reason);
+        of one cluster (:meth:`clusters`)."""
         whys: dict[tuple[str, ...], list[str]] = {}
         for planned in self.acls:
             reasons = whys.setdefault(planned.acl.key, [])
@@ -202,6 +224,8 @@ def plan(
             if _per_connector(rule):
                 own = config.offsets_topic_for(worker)
                 if rule.when.startswith("own offsets topic") and own is None:
+                    continue
+                if rule.when == "output here" and writes_elsewhere(props, worker):
                     continue
                 names = _names(rule, worker, config, outputs or [])
                 found.acls += _expand(rule, worker, config, names)
@@ -259,7 +283,7 @@ def client_props(
     """The settings of the client a rule is about (common, then its layer)."""
     client: ClientConfig = worker.client_config
     if config is not None and rule.scope == "connector":
-        client = config.client_config(worker)
+        client = config.output_cluster_config(worker)
     return {**client.common, **getattr(client, rule.layer)}
 
 

@@ -339,8 +339,7 @@ class ConnectorConfig:
         ``offsets.storage.topic`` names it; without it, a producer bootstrap override
         for another cluster implies a topic named like the worker's on that cluster.
         """
-        override = self.producer_overrides.get("bootstrap.servers")
-        other_cluster = override is not None and _servers(override) != set(worker.bootstrap_servers)
+        other_cluster = writes_elsewhere(self.raw, worker)
         topic = self.offsets_topic or (worker.offsets_topic if other_cluster else None)
         if topic == worker.offsets_topic and not other_cluster:
             return None
@@ -360,6 +359,13 @@ def _overrides(props: Mapping[str, str], prefix: str) -> dict[str, str]:
         for key, value in props.items()
         if key.startswith(prefix) and key not in IGNORED_OVERRIDES
     }
+
+
+def writes_elsewhere(props: Mapping[str, str], worker: WorkerConfig) -> bool:
+    """Whether a connector's tasks write to a cluster other than the workers'
+    (``producer.override.bootstrap.servers`` naming other servers)."""
+    override = props.get("producer.override.bootstrap.servers")
+    return override is not None and _servers(override) != set(worker.bootstrap_servers)
 
 
 def _servers(value: str) -> set[str]:

@@ -29,6 +29,7 @@ from anyio.abc import TaskStatus
 
 from eos.acls.denied import check_worker_access
 from eos.acls.rules import output_topics as declared_topics
+from eos.config.connector import writes_elsewhere
 from eos.config.providers import ConfigProviders
 from eos.config.worker import WorkerConfig
 from eos.errors import (
@@ -130,17 +131,23 @@ class Worker:
         self.lso = LsoMonitor(
             client,
             self.observer,
-            lambda: output_topics(
-                {c for c, _ in self.supervisor.running_tasks()},
-                self.config_log.snapshot.connectors,
-                self.status_log,
-                declared_topics,
-            ),
+            self._watched_topics,
             interval=s.lso_check_interval_ms / 1000,
             clock=self.clock,
         )
         self.declared = DeclaredConnectors(self, s) if s.connectors_dir else None
         """The leader's reconcile of ``connectors.dir`` (None without one)."""
+
+    def _watched_topics(self) -> set[str]:
+        """The output topics the LSO monitor watches: those of the connectors running here
+        that write to the workers' cluster (another cluster's are not reached)."""
+        configs = self.config_log.snapshot.connectors
+        here = {
+            name
+            for name, _ in self.supervisor.running_tasks()
+            if not writes_elsewhere(configs.get(name, {}), self.settings)
+        }
+        return output_topics(here, configs, self.status_log, declared_topics)
 
     def _wire_cluster(self) -> None:
         """The coordinator's duties, the supervisor and the membership: the shared pieces

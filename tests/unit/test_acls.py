@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from aiokafka import errors as kerrors
 
 from eos.acls.denied import refused
@@ -91,6 +92,35 @@ def test_a_connector_of_its_own_principal_and_offsets_topic() -> None:
     assert not any(a[0] == "User:conn" and a[2] == "G-offsets" for a in acls)
 
 
+def test_a_connector_on_another_cluster_gets_its_clients_acls_there() -> None:
+    props = {
+        "connector.class": "X",
+        "topic": "t",
+        "producer.override.bootstrap.servers": "other:9092",
+        "producer.override.sasl.jaas.config": jaas("conn"),
+        "admin.override.sasl.jaas.config": jaas("fencer"),
+    }
+    clusters = plan(worker(), {"c": props}, topic_setting).clusters()
+    assert list(clusters) == ["k:9092", "other:9092"]
+    assert rows(clusters["other:9092"].least()) == {
+        ("User:conn", "TransactionalId", "G-c-", "PREFIXED", "Write"),
+        ("User:conn", "Topic", "t", "LITERAL", "Write"),
+        ("User:conn", "Topic", "t", "LITERAL", "Create"),
+        ("User:conn", "Topic", "G-offsets", "LITERAL", "Write"),  # its offsets, over there
+        ("User:eos", "Topic", "G-offsets", "LITERAL", "Read"),
+        ("User:fencer", "Topic", "G-offsets", "LITERAL", "Create"),
+        ("User:fencer", "TransactionalId", "G-c-", "PREFIXED", "Write"),  # fencing there
+    }
+    here = rows(clusters["k:9092"].least())
+    # the workers' cluster: what the workers do there (the REST offset writes' id), and
+    # nothing of the connector's output, which is not on it
+    assert ("User:eos", "TransactionalId", "G-c-", "PREFIXED", "Write") in here
+    assert not any(a[2] == "t" for a in here)
+    # one cluster written two ways is one cluster
+    same = {**props, "producer.override.bootstrap.servers": " k:9092"}
+    assert list(plan(worker(), {"c": same}, topic_setting).clusters()) == ["k:9092"]
+
+
 def test_a_connector_that_cannot_tell_its_topics_is_noted() -> None:
     found = plan(worker(), {"s": {"connector.class": "X"}}, topic_setting)
     assert found.notes == [
@@ -167,3 +197,27 @@ def test_a_certificate_file_names_the_principal_before_inline_pem(tmp_path: Path
     files = {"ssl.certfile": str(connector.certfile), "ssl.keyfile": str(connector.keyfile)}
     assert principal_of({**inline, **files}) == "User:connector"  # as the clients load it
     assert principal_of({"security.protocol": "PLAINTEXT"}) == "User:ANONYMOUS"
+
+
+def test_the_plan_of_a_connector_on_another_cluster_is_printed_per_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from services.cli import main
+
+    workers = tmp_path / "worker.properties"
+    workers.write_text(
+        "bootstrap.servers=k:9092\ngroup.id=G\nconfig.storage.topic=G-configs\n"
+        "offset.storage.topic=G-offsets\nstatus.storage.topic=G-status\n"
+    )
+    conn = tmp_path / "c.properties"
+    conn.write_text(
+        "name=c\nconnector.class=FileSource\ntopic=t\nfile=/tmp/x\n"
+        "producer.override.bootstrap.servers=other:9092\n"
+    )
+    assert main(["acls", "plan", str(workers), "--connector-config", str(conn)]) == 0
+    out = capsys.readouterr().out
+    workers_part, other_part = out.split("# on the cluster at other:9092\n")
+    assert workers_part.startswith("# on the cluster at k:9092\n")
+    assert "Topic t " in other_part
+    assert "Topic t " not in workers_part
+    assert "TransactionalId eos-cluster-G" in workers_part
