@@ -4,6 +4,7 @@ the REST API and in the topics."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
@@ -299,6 +300,35 @@ async def test_separate_offsets_topic_combined_view_and_mirror(
     # A restart resumes from the stored offsets: nothing new is written.
     await run_briefly(wprops, props, 1)
     assert len(await read_to_end(client_config, topic)) == 250
+
+
+async def test_a_hard_downgrade_resumes_from_the_global_offsets_topic(
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    """KIP-618's hard downgrade: a release without exactly-once knows no connector offsets
+    topic and reads only the workers' global one, where the mirror copied the connector's
+    committed offsets. Played by an at-least-once worker given the connector without its
+    ``offsets.storage.topic``: it resumes from those copies (no partition starts over) and
+    nothing is lost; duplicates are allowed."""
+    group, topic, own = unique_name("g"), unique_name("out"), unique_name("own-offsets")
+    props = verifiable("vs", topic, records_per_partition=0, throughput=400)
+    props["offsets.storage.topic"] = own
+    await run_briefly(worker_props(bootstrap, group), props, 2)
+    first = len(await read_to_end(client_config, topic))
+    assert first > 0
+
+    older = {k: v for k, v in props.items() if k != "offsets.storage.topic"}
+    at_least_once = worker_props(bootstrap, group, exactly_once_source_support="disabled")
+    await run_briefly(at_least_once, older, 2)
+    result = await verify(client_config, topic, first + 1, 30, {})
+    assert result.gaps == 0, result.summary()
+    starts = Counter(
+        value["partition"]
+        for record in await read_to_end(client_config, topic)
+        if (value := json.loads(record.value))["seqno"] == 0
+    )
+    assert starts == dict.fromkeys(starts, 1)
+    assert len(starts) == 4, starts
 
 
 async def test_at_least_once_mode_runs_and_resumes(
