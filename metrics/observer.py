@@ -23,21 +23,26 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import logging
+import platform
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import ParamSpec
 
+import aiokafka
 from prometheus_client import (
     GC_COLLECTOR,
     CollectorRegistry,
     Counter,
     Gauge,
     GCCollector,
+    Info,
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from eos.runtime.observer import (
     AbortReason,
@@ -344,6 +349,17 @@ class PrometheusObserver:
         self._owners: dict[tuple[str, str], PrometheusTaskObserver] = {}
         self._lso_series: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        self._connector_states: Callable[[], Mapping[str, State]] = dict
+        self.registry.register(_ConnectorStatus(lambda: self._connector_states()))
+        Info(
+            "eos_build", "The eos release and what it runs on (always 1).", registry=self.registry
+        ).info(
+            {
+                "version": importlib.metadata.version("eos"),
+                "python": platform.python_version(),
+                "aiokafka": aiokafka.__version__,
+            }
+        )
         for protocol in PROTOCOLS:  # from 0, so that increase() sees the first rebalance
             for cause in REBALANCE_CAUSES:
                 self._m.rebalances.labels(protocol, cause)
@@ -459,6 +475,10 @@ class PrometheusObserver:
         self._task_metrics.auto_restarting.remove(*labels)
 
     @_never_raises
+    def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
+        self._connector_states = states
+
+    @_never_raises
     def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
         seen = {(topic, str(partition)) for topic, partition in partitions}
         for labels in self._lso_series - seen:
@@ -468,3 +488,35 @@ class PrometheusObserver:
             self._m.lso_lag.labels(topic, str(partition)).set(lag)
             self._m.lso_stuck.labels(topic, str(partition)).set(stuck)
         self._lso_series = seen
+
+
+class _ConnectorStatus:
+    """``eos_connector_status{connector,state}``: for each connector this worker reports,
+    1 for its state and 0 for the others (as Strimzi's JMX exporter rules publish Connect's
+    connector status), read at scrape time."""
+
+    def __init__(self, states: Callable[[], Mapping[str, State]]) -> None:
+        self._states = states
+
+    def collect(self) -> list[Metric]:
+        family = GaugeMetricFamily(
+            CONNECTOR_STATUS,
+            "1 for the state of each connector this worker reports (its last status written "
+            "here), 0 for the other known states.",
+            labels=("connector", "state"),
+        )
+        try:
+            states = dict(self._states())
+        except Exception:  # a scrape never fails for this family: it is left empty
+            _log.exception("metrics: connector states failed")
+            states = {}
+        for connector, current in sorted(states.items()):
+            for state in TASK_STATES:
+                family.add_metric((connector, state.value), 1 if state is current else 0)
+        return [family]
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily(CONNECTOR_STATUS, "", labels=("connector", "state"))]
+
+
+CONNECTOR_STATUS = "eos_connector_status"

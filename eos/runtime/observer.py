@@ -12,7 +12,7 @@ to transform or convert are reported with their stage and outcome (``errors.*``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -122,6 +122,11 @@ class WorkerObserver(Protocol):
         behind its high watermark, seconds it has stayed behind without moving). A partition
         left out is no longer watched."""
 
+    def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
+        """Where the states of the connectors this worker reports come from (their last
+        status written by this worker, as ``GET /connectors/<name>/status`` shows it): the
+        exporter calls ``states`` at each scrape, from another thread."""
+
 
 def rebalanced(generation: int, leader: bool, **details: object) -> Rebalanced:
     """A :class:`Rebalanced` with neutral details (tests, demos)."""
@@ -206,4 +211,7 @@ class NullObserver:
         pass
 
     def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        pass
+
+    def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
         pass

@@ -120,6 +120,9 @@ class Supervisor:
         self._tasks: dict[tuple[str, int], _TaskUnit] = {}
         self._start_failures: dict[tuple[str, int], BaseException] = {}
         """Tasks that could not even be built, and why."""
+        self.connector_states: dict[str, State] = {}
+        """The state this worker last wrote for each connector it reported on (the
+        ``eos_connector_status`` metric reads it, with what this worker still owns)."""
         self._offset_logs: dict[tuple[str, str], OffsetLog] = {}
         self._tg: TaskGroup | None = None
         self._closing = False
@@ -413,6 +416,7 @@ class Supervisor:
                 generation=self.state.generation,
                 auto_restart=self.book.status((name, None)),
             )
+            self.connector_states[name] = state
         except Exception as exc:
             self.log.warning("status write failed", connector=name, error=repr(exc))
 

@@ -76,6 +76,7 @@ from eos.runtime.supervisor import Supervisor
 from eos.runtime.supervisor import producer_batch_size as producer_batch_size
 from eos.runtime.topic_tracker import TopicTracker
 from eos.runtime.validation import validate_connector
+from eos.state import State
 from eos.storage.config_log import ConfigLog, ConfigSnapshot, RestartRequest, TargetState
 from eos.storage.status_log import StatusLog
 
@@ -135,8 +136,20 @@ class Worker:
             interval=s.lso_check_interval_ms / 1000,
             clock=self.clock,
         )
+        self.observer.connector_states(self._reported_connector_states)
         self.declared = DeclaredConnectors(self, s) if s.connectors_dir else None
         """The leader's reconcile of ``connectors.dir`` (None without one)."""
+
+    def _reported_connector_states(self) -> dict[str, State]:
+        """The state this worker last reported for each connector it owns (read from the
+        metrics exporter's thread: copies, no awaits)."""
+        owned = self.state.assigned.connectors
+        configs = self.config_log.snapshot.connectors
+        return {
+            name: state
+            for name, state in list(self.supervisor.connector_states.items())
+            if name in owned and name in configs
+        }
 
     def _watched_topics(self) -> set[str]:
         """The output topics the LSO monitor watches: those of the connectors running here

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -253,6 +254,8 @@ def test_pod_monitor_scrapes_every_worker(docs: dict[tuple[str, str], Doc]) -> N
     assert monitor["spec"]["podMetricsEndpoints"] == [
         {"port": "rest", "path": "/metrics", "interval": "15s"}
     ]
+    # job="eos", from the pods' own label: what EosWorkerGone's up{job="eos"} reads
+    assert pod(docs)["metadata"]["labels"][monitor["spec"]["jobLabel"]] == "eos"
 
 
 def test_prometheus_rule_is_alerts_yml_and_passes_promtool(
@@ -266,7 +269,23 @@ def test_prometheus_rule_is_alerts_yml_and_passes_promtool(
     rules.write_text(yaml.safe_dump(rule["spec"]))
     checked = promtool("check", "rules", rules)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 10 rules found" in checked.stdout
+    assert "SUCCESS: 12 rules found" in checked.stdout
+
+
+def test_runbook_urls_under_a_published_docs_base(build: ModuleType, tmp_path: Path) -> None:
+    """monitoring.runbookBaseUrl makes every alert's runbook_url absolute; each names a
+    section of docs/operations.md that exists."""
+    values = tmp_path / "values.yaml"
+    base = "https://git.example.com/platform/eos/-/blob/v0.1.0/docs/"
+    values.write_text(yaml.safe_dump({"monitoring": {"runbookBaseUrl": base}}))
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    rule = next(d for d in rendered if d["kind"] == "PrometheusRule")
+    alerts = [r for group in rule["spec"]["groups"] for r in group["rules"]]
+    urls = {r["alert"]: r["annotations"]["runbook_url"] for r in alerts}
+    assert urls == {a: f"{base}operations.md#{a.lower()}" for a in urls}
+    operations = (REPO / "docs" / "operations.md").read_text()
+    sections = set(re.findall(r"^### (Eos\w+)$", operations, re.M))
+    assert sections == set(urls)
 
 
 def test_dashboards_as_configmaps_for_grafanas_sidecar(docs: dict[tuple[str, str], Doc]) -> None:

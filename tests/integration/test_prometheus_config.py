@@ -34,7 +34,7 @@ def test_check_config_as_the_tests_run_it(tmp_path: Path) -> None:
 
 def test_check_rules() -> None:
     out = check("check", "rules", ALERT_RULES)
-    assert "SUCCESS: 10 rules found" in out
+    assert "SUCCESS: 12 rules found" in out
 
 
 def test_alert_rule_unit_tests() -> None:

@@ -12,12 +12,14 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import eos
 from eos.kafka import ClientConfig, read_to_end
+from eos.state import TASK_STATES
 from eos.storage.offset_log import decode_offset_record
 from metrics import TEXT_CONTENT_TYPE
 from services.dev_kafka import free_ports
 from services.verify import verify
-from tests.integration.worker_harness import running_worker, worker_props
+from tests.integration.worker_harness import RunningWorker, running_worker, worker_props
 from tests.prometheus_server import PrometheusFactory, prometheus_factory
 
 pytestmark = pytest.mark.integration
@@ -60,6 +62,8 @@ async def test_prometheus_counts_match_the_topic(
         size_max = await prom.query('max(eos_task_transaction_size_max{connector="vs"})')
         size_avg = await prom.query('max(eos_task_transaction_size_avg{connector="vs"})')
         state = await prom.query('eos_task_state{connector="vs",state="RUNNING"}')
+        connector_state = await prom.query('eos_connector_status{connector="vs"} == 1')
+        build = await prom.query("eos_build_info")
         text = (await w.http.get("/metrics")).text
         openmetrics = await w.http.get(
             "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
@@ -79,6 +83,8 @@ async def test_prometheus_counts_match_the_topic(
     assert float(size_max[0]["value"][1]) <= BATCH
     assert float(size_avg[0]["value"][1]) == pytest.approx(RECORDS / transactions)
     assert [s["value"][1] for s in state] == ["1"]
+    assert [s["metric"]["state"] for s in connector_state] == ["RUNNING"]
+    assert [s["metric"]["version"] for s in build] == [eos.__version__]
 
     families = {f.name for f in text_string_to_metric_families(text)}
     assert "eos_task_transactions_committed" in families
@@ -105,6 +111,46 @@ async def test_failed_task_stays_visible_as_failed(
         if s.labels.get("connector") == "bad" and s.labels.get("state") == "FAILED"
     ]
     assert [s.value for s in failed] == [1.0]
+
+
+async def test_connector_status_follows_the_connector_on_the_worker_that_runs_it(
+    bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """eos_connector_status: RUNNING, then PAUSED after a pause, gone once deleted."""
+    connector = {
+        "name": "vs",
+        "connector.class": "VerifiableSource",
+        "topic": unique_name("out"),
+        "records.per.partition": "0",
+        "throughput": "10",
+    }
+
+    async def states(w: RunningWorker) -> dict[str, float]:
+        text = (await w.http.get("/metrics")).text
+        return {
+            s.labels["state"]: s.value
+            for f in text_string_to_metric_families(text)
+            if f.name == "eos_connector_status"
+            for s in f.samples
+            if s.labels["connector"] == "vs"
+        }
+
+    async def until(w: RunningWorker, state: str | None) -> None:
+        with anyio.fail_after(30):
+            while True:
+                found = await states(w)
+                current = [k for k, v in found.items() if v == 1]
+                if current == ([state] if state else []) and (state or not found):
+                    return
+                await anyio.sleep(0.2)
+
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [connector]) as w:
+        await until(w, "RUNNING")
+        assert sorted(await states(w)) == sorted(s.value for s in TASK_STATES)
+        assert (await w.http.put("/connectors/vs/pause")).status_code == 202
+        await until(w, "PAUSED")
+        assert (await w.http.delete("/connectors/vs")).status_code == 204
+        await until(w, None)
 
 
 async def test_metrics_listeners_serves_metrics_on_its_own_port(

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import metrics
+from eos.state import State
 from metrics import PrometheusObserver
 
 REPO = Path(__file__).resolve().parents[2]
@@ -14,6 +15,7 @@ DOC = REPO / "docs" / "monitoring.md"
 ALLOWED_LABELS = {
     "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition",
     "stage", "gauge",
+    "version", "python", "aiokafka",  # eos_build_info: one series, set at start
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
@@ -21,6 +23,7 @@ NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of
     "eos_task_transaction_size_avg",
     "eos_task_transaction_records",
     "eos_task_state",
+    "eos_connector_status",
     "eos_worker_generation",
     "eos_worker_leader",
 }
@@ -38,9 +41,10 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     observer.auto_restarted("c", 0, 1)
     observer.auto_restarted("c", None, 1)
     observer.last_stable_offsets({("t", 0): (1, 2.0)})
+    observer.connector_states(lambda: {"c": State.RUNNING})
     found = {}
     for family in observer.registry.collect():
-        name = family.name + ("_total" if family.type == "counter" else "")
+        name = family.name + {"counter": "_total", "info": "_info"}.get(family.type, "")
         labels = {k for s in family.samples for k in s.labels if k != "le"}
         found[name] = (family.type, labels, family.unit)
     return found
@@ -48,7 +52,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
 
 def test_naming_conventions() -> None:
     for name, (kind, labels, unit) in families().items():
-        assert re.fullmatch(r"eos_(task|worker)_[a-z_]+[a-z]", name), name
+        assert re.fullmatch(r"eos_(task|worker|connector)_[a-z_]+[a-z]|eos_build_info", name), name
         assert name.startswith("eos_task_") == ({"connector", "task"} <= labels), name
         assert labels <= ALLOWED_LABELS, (name, labels)
         assert name.endswith("_total") == (kind == "counter"), name

@@ -160,6 +160,45 @@ def test_state_gauge_has_one_series_per_state(observer: PrometheusObserver) -> N
     assert states() == {s: float(s == "FAILED") for s in STATES}
 
 
+def test_connector_status_is_read_at_scrape_time_one_series_per_state(
+    observer: PrometheusObserver,
+) -> None:
+    reg = observer.registry
+    owned: dict[str, State] = {"orders": State.RUNNING}
+    observer.connector_states(lambda: owned)
+
+    def states(connector: str) -> dict[str, float | None]:
+        return {s: value(reg, "eos_connector_status", connector=connector, state=s) for s in STATES}
+
+    assert states("orders") == {s: float(s == "RUNNING") for s in STATES}
+    owned["orders"] = State.PAUSED
+    owned["users"] = State.FAILED
+    assert states("orders") == {s: float(s == "PAUSED") for s in STATES}
+    assert states("users") == {s: float(s == "FAILED") for s in STATES}
+    del owned["orders"]  # moved to another worker, or deleted: its series go
+    assert states("orders") == dict.fromkeys(STATES)
+
+    def broken() -> dict[str, State]:
+        raise RuntimeError("status table changed size")
+
+    observer.connector_states(broken)  # a scrape still answers, without the family's rows
+    assert value(reg, "eos_connector_status", connector="users", state="FAILED") is None
+    assert reg.get_sample_value("eos_build_info", {**build_labels()}) == 1
+
+
+def build_labels() -> dict[str, str]:
+    import importlib.metadata
+    import platform
+
+    import aiokafka
+
+    return {
+        "version": importlib.metadata.version("eos"),
+        "python": platform.python_version(),
+        "aiokafka": aiokafka.__version__,
+    }
+
+
 def test_last_commit_age_is_computed_at_scrape_time(
     observer: PrometheusObserver, clock: FakeClock
 ) -> None:
