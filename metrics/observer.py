@@ -475,6 +475,15 @@ class PrometheusObserver:
         self._task_metrics.auto_restarting.remove(*labels)
 
     @_never_raises
+    def worker_info(self, group: str, worker: str, exactly_once: str) -> None:
+        Info(
+            "eos_worker",
+            "Who this worker is (always 1): its group (the cluster, as dashboards' $cluster "
+            "and the Connect-compatible rules select it), id and exactly-once mode.",
+            registry=self.registry,
+        ).info({"group": group, "worker": worker, "exactly_once_source_support": exactly_once})
+
+    @_never_raises
     def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
         self._connector_states = states
 

@@ -37,6 +37,7 @@ RELEASE = "eos"
 #: chart file → the file of the project it copies
 COPIES = {
     CHART / "files" / "alerts.yml": REPO / "deploy" / "prometheus" / "alerts.yml",
+    CHART / "files" / "connect-compat.yml": REPO / "deploy" / "prometheus" / "connect-compat.yml",
     **{
         CHART / "files" / "dashboards" / source.name: source
         for source in sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))

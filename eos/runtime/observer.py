@@ -122,6 +122,10 @@ class WorkerObserver(Protocol):
         behind its high watermark, seconds it has stayed behind without moving). A partition
         left out is no longer watched."""
 
+    def worker_info(self, group: str, worker: str, exactly_once: str) -> None:
+        """Who this worker is: its group (the cluster), its id and its
+        ``exactly.once.source.support`` (said once, at start)."""
+
     def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
         """Where the states of the connectors this worker reports come from (their last
         status written by this worker, as ``GET /connectors/<name>/status`` shows it): the
@@ -211,6 +215,9 @@ class NullObserver:
         pass
 
     def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        pass
+
+    def worker_info(self, group: str, worker: str, exactly_once: str) -> None:
         pass
 
     def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:

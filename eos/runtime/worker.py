@@ -136,6 +136,7 @@ class Worker:
             interval=s.lso_check_interval_ms / 1000,
             clock=self.clock,
         )
+        self.observer.worker_info(s.group_id, s.worker_id, s.exactly_once)
         self.observer.connector_states(self._reported_connector_states)
         self.declared = DeclaredConnectors(self, s) if s.connectors_dir else None
         """The leader's reconcile of ``connectors.dir`` (None without one)."""

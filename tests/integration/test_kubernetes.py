@@ -272,6 +272,20 @@ def test_prometheus_rule_is_alerts_yml_and_passes_promtool(
     assert "SUCCESS: 12 rules found" in checked.stdout
 
 
+def test_connect_compatible_rules_on_request(build: ModuleType, tmp_path: Path) -> None:
+    """monitoring.connectCompatRules: a second PrometheusRule, connect-compat.yml itself."""
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"monitoring": {"connectCompatRules": True}}))
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    rules = {d["metadata"]["name"]: d for d in rendered if d["kind"] == "PrometheusRule"}
+    assert set(rules) == {"eos", "eos-connect-compat"}
+    compat = REPO / "deploy" / "prometheus" / "connect-compat.yml"
+    assert rules["eos-connect-compat"]["spec"] == yaml.safe_load(compat.read_text())
+    for doc in rendered:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+
+
 def test_runbook_urls_under_a_published_docs_base(build: ModuleType, tmp_path: Path) -> None:
     """monitoring.runbookBaseUrl makes every alert's runbook_url absolute; each names a
     section of docs/operations.md that exists."""

@@ -1,5 +1,5 @@
-"""promtool accepts the shipped scrape config and alert rules, and the rules' unit
-tests (deploy/prometheus/alerts_test.yml) pass."""
+"""promtool accepts the shipped scrape config, alert rules and Connect-compatible
+recording rules, and their unit tests (deploy/prometheus/*_test.yml) pass."""
 
 from __future__ import annotations
 
@@ -40,6 +40,13 @@ def test_check_rules() -> None:
 def test_alert_rule_unit_tests() -> None:
     out = check("test", "rules", DEPLOY / "alerts_test.yml")
     assert "SUCCESS" in out
+
+
+def test_connect_compatible_rules_and_their_unit_tests() -> None:
+    """Strimzi's Kafka Connect dashboard and alert queries, as written there, read two eos
+    clusters apart through deploy/prometheus/connect-compat.yml."""
+    assert "SUCCESS: 26 rules found" in check("check", "rules", DEPLOY / "connect-compat.yml")
+    assert "SUCCESS" in check("test", "rules", DEPLOY / "connect-compat_test.yml")
 
 
 def test_check_metrics_finds_no_naming_problems() -> None:

@@ -64,6 +64,7 @@ async def test_prometheus_counts_match_the_topic(
         state = await prom.query('eos_task_state{connector="vs",state="RUNNING"}')
         connector_state = await prom.query('eos_connector_status{connector="vs"} == 1')
         build = await prom.query("eos_build_info")
+        worker = await prom.query("eos_worker_info")
         text = (await w.http.get("/metrics")).text
         openmetrics = await w.http.get(
             "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
@@ -85,6 +86,9 @@ async def test_prometheus_counts_match_the_topic(
     assert [s["value"][1] for s in state] == ["1"]
     assert [s["metric"]["state"] for s in connector_state] == ["RUNNING"]
     assert [s["metric"]["version"] for s in build] == [eos.__version__]
+    assert [(s["metric"]["group"], s["metric"]["exactly_once_source_support"]) for s in worker] == [
+        (group, "enabled")
+    ]
 
     families = {f.name for f in text_string_to_metric_families(text)}
     assert "eos_task_transactions_committed" in families

@@ -16,6 +16,7 @@ ALLOWED_LABELS = {
     "connector", "task", "state", "reason", "event", "protocol", "cause", "topic", "partition",
     "stage", "gauge",
     "version", "python", "aiokafka",  # eos_build_info: one series, set at start
+    "group", "worker", "exactly_once_source_support",  # eos_worker_info: likewise
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
@@ -42,6 +43,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     observer.auto_restarted("c", None, 1)
     observer.last_stable_offsets({("t", 0): (1, 2.0)})
     observer.connector_states(lambda: {"c": State.RUNNING})
+    observer.worker_info("g", "127.0.0.1:8083", "enabled")
     found = {}
     for family in observer.registry.collect():
         name = family.name + {"counter": "_total", "info": "_info"}.get(family.type, "")
@@ -52,7 +54,9 @@ def families() -> dict[str, tuple[str, set[str], str]]:
 
 def test_naming_conventions() -> None:
     for name, (kind, labels, unit) in families().items():
-        assert re.fullmatch(r"eos_(task|worker|connector)_[a-z_]+[a-z]|eos_build_info", name), name
+        assert re.fullmatch(
+            r"eos_(task|worker|connector)_[a-z_]+[a-z]|eos_(build|worker)_info", name
+        ), name
         assert name.startswith("eos_task_") == ({"connector", "task"} <= labels), name
         assert labels <= ALLOWED_LABELS, (name, labels)
         assert name.endswith("_total") == (kind == "counter"), name
