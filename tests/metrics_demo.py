@@ -41,6 +41,9 @@ VARIABLES = {
     "$__range": "5m",
     "$connector": "orders",
     "$task": ".*",
+    "$namespace": ".*",
+    "$cluster": "demo",
+    "$instance": ".*",
 }
 TASKS = (("orders", 0), ("orders", 1), ("clicks", 0), ("payments", 0))
 #: One cycle of the rebalances the scripted worker completes, one every 5 s, as this
@@ -81,12 +84,15 @@ class ScriptedWorkload:
 
     observer: PrometheusObserver
     seed: int = 7
+    group: str = "demo"
+    """The worker's cluster (``eos_worker_info``, the dashboards' ``$cluster``)."""
     tick: int = 0
     tasks: dict[tuple[str, int], TaskObserver] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+        self.observer.worker_info(self.group, f"worker-{self.seed}", "enabled")
         self.observer.rebalance_completed(
             rebalanced(1, True, cause="start", seconds=0.8, members=1, connectors=3, tasks=4)
         )

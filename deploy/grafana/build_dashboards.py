@@ -6,7 +6,8 @@ Grafana's own SDK (grafana-foundation-sdk: typed builders of Grafana 11's dashbo
 
 Every panel queries the Prometheus data source chosen by the ``datasource`` variable.
 The integration test evaluates every ``expr`` here against a real Prometheus, so keep
-them plain PromQL plus Grafana's ``$__rate_interval``, ``$connector`` and ``$task``.
+them plain PromQL plus Grafana's ``$__rate_interval``, ``$connector`` and ``$task``;
+:func:`target` narrows every selector to the chosen cluster's workers (``$instance``).
 
 A panel is a call of :func:`timeseries`, :func:`stat`, :func:`table` or :func:`heatmap`
 with a title, a description and its queries, placed with ``lay.add(panel, width,
@@ -32,6 +33,7 @@ The SDK's builders take anything else a panel can have (overrides, thresholds, .
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -84,12 +86,34 @@ class Layout:
         self.items.append(item)
 
 
+#: A metric the workers export (eos's own, and the process and Python collectors'),
+#: with its label matchers if it has any.
+_SERIES = re.compile(r"\b((?:eos|process|python)_[A-Za-z0-9_]*)(\{[^}]*\})?")
+CLUSTER_SCOPE = 'instance=~"$instance"'
+"""What every query selects: the workers of the chosen cluster (``$instance`` is the hidden
+variable listing them, from ``$namespace`` and ``$cluster``)."""
+
+
+def scoped(expr: str) -> str:
+    """``expr`` with every selector of a worker metric narrowed to the chosen cluster's
+    workers, so one Prometheus scraping several clusters shows one."""
+
+    def narrow(found: re.Match[str]) -> str:
+        name, matchers = found[1], found[2]
+        if matchers is None:
+            return f"{name}{{{CLUSTER_SCOPE}}}"
+        inner = matchers[1:-1].strip()
+        return f"{name}{{{CLUSTER_SCOPE}{', ' + inner if inner else ''}}}"
+
+    return _SERIES.sub(narrow, expr)
+
+
 def target(expr: str, legend: str = "", ref: int = 0) -> Query:
     return (
         Query()
         .ref_id(chr(ord("A") + ref))
         .datasource(DS)
-        .expr(expr)
+        .expr(scoped(expr))
         .legend_format(legend or "__auto")
         .range()
     )
@@ -210,20 +234,46 @@ def quantiles(metric: str, by: str = "", selector: str = "") -> list[tuple[str, 
     ]
 
 
-def query_variable(name: str, query: str, *, multi: bool, include_all: bool) -> dash.QueryVariable:
+def query_variable(
+    name: str, query: str, *, multi: bool, include_all: bool, hidden: bool = False
+) -> dash.QueryVariable:
     variable = (
         dash.QueryVariable(name)
         .label(name)
         .datasource(DS)
         .query({"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"})
-        .hide(model.VariableHide.DONT_HIDE)
+        .hide(model.VariableHide.HIDE_VARIABLE if hidden else model.VariableHide.DONT_HIDE)
         .regex("")
         .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(model.VariableSort.NUMERICAL_ASC)
         .multi(multi)
         .include_all(include_all)
     )
-    return variable.all_value(".*") if include_all else variable
+    return variable.all_value(".*") if include_all and not hidden else variable
+
+
+def cluster_variables() -> list[dash.QueryVariable]:
+    """``$namespace`` and ``$cluster`` (a group.id, from ``eos_worker_info``) to choose,
+    and the hidden ``$instance``: that cluster's workers, which every query selects. Its
+    "All" is the list of those workers (no ``.*``), so it never reaches another cluster."""
+    return [
+        query_variable(
+            "namespace", "label_values(eos_worker_info, namespace)", multi=False, include_all=True
+        ),
+        query_variable(
+            "cluster",
+            'label_values(eos_worker_info{namespace=~"$namespace"}, group)',
+            multi=False,
+            include_all=False,
+        ),
+        query_variable(
+            "instance",
+            'label_values(eos_worker_info{namespace=~"$namespace", group="$cluster"}, instance)',
+            multi=True,
+            include_all=True,
+            hidden=True,
+        ),
+    ]
 
 
 def dashboard(
@@ -749,7 +799,7 @@ def overview() -> dash.Dashboard:
         "Throughput, transactions, latency, task states, the cluster's members, rebalances "
         "and assignment, and fencing of an eos cluster.",
         lay,
-        [],
+        cluster_variables(),
     )
 
 
@@ -1004,12 +1054,16 @@ def drilldown() -> dash.Dashboard:
         8,
     )
     variables = [
+        *cluster_variables(),
         query_variable(
-            "connector", "label_values(eos_task_state, connector)", multi=False, include_all=False
+            "connector",
+            'label_values(eos_task_state{instance=~"$instance"}, connector)',
+            multi=False,
+            include_all=False,
         ),
         query_variable(
             "task",
-            'label_values(eos_task_state{connector=~"$connector"}, task)',
+            'label_values(eos_task_state{instance=~"$instance", connector=~"$connector"}, task)',
             multi=True,
             include_all=True,
         ),

@@ -1,5 +1,6 @@
 """Every dashboard query and every alert rule, evaluated by a real Prometheus that
-scrapes a registry fed by the scripted workload (tests/metrics_demo.py)."""
+scrapes two registries fed by the scripted workload (tests/metrics_demo.py): two
+clusters, ``demo`` and ``other``, and the dashboards set to ``demo``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from metrics import PrometheusObserver
 from tests.metrics_demo import (
     CLUSTER_STORY,
     DASHBOARDS,
+    VARIABLES,
     ScriptedWorkload,
     dashboard_queries,
     substitute,
@@ -44,17 +46,29 @@ class Scraped:
     prom: PrometheusServer
     workload: ScriptedWorkload
     target: str
+    other: str
+    """The worker of the other cluster."""
+
+    def substitute(self, expr: str) -> str:
+        """``expr`` as Grafana sends it with ``$cluster`` = demo: ``$instance`` is the
+        list of demo's workers, here its one."""
+        return substitute(expr, {**VARIABLES, "$instance": self.target})
 
 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
-    """The workload runs (a tick every 100 ms) while Prometheus scrapes it every second."""
+    """The workloads run (a tick every 100 ms) while Prometheus scrapes them every second."""
     workload = ScriptedWorkload(PrometheusObserver())
-    with serving(workload.observer.registry) as (target, portal):
+    other = ScriptedWorkload(PrometheusObserver(), seed=11, group="other")
+    with (
+        serving(workload.observer.registry) as (target, portal),
+        serving(other.observer.registry) as (other_target, other_portal),
+    ):
         portal.start_task_soon(workload.run)
-        prom = start_prometheus([target], tmp_path_factory.mktemp("prometheus"))
+        other_portal.start_task_soon(other.run)
+        prom = start_prometheus([target, other_target], tmp_path_factory.mktemp("prometheus"))
         try:
-            yield Scraped(prom, workload, target)
+            yield Scraped(prom, workload, target, other_target)
         finally:
             prom.stop()
 
@@ -65,9 +79,14 @@ def has_finite_value(result: list[dict[str, Any]]) -> bool:
 
 @pytest.mark.parametrize("expr", QUERIES)
 async def test_dashboard_query_returns_data(scraped: Scraped, expr: str) -> None:
-    query = substitute(expr)
+    query = scraped.substitute(expr)
     assert "$" not in query, f"unsubstituted variable in {query}"
-    await scraped.prom.wait_for(query, timeout=30, predicate=has_finite_value)
+    result = await scraped.prom.wait_for(query, timeout=30, predicate=has_finite_value)
+    # one cluster's series: nothing of the other cluster's worker, and the same query
+    # set to the other cluster reads only that one
+    assert scraped.other not in {s["metric"].get("instance") for s in result}
+    elsewhere = await scraped.prom.query(query.replace(scraped.target, scraped.other))
+    assert scraped.target not in {s["metric"].get("instance") for s in elsewhere}
 
 
 def panel_exprs(title: str) -> list[str]:
@@ -81,7 +100,7 @@ async def test_cluster_row_shows_what_the_worker_reported(scraped: Scraped) -> N
     story reach Prometheus, each protocol has a series (eager at 0); the members
     and the assignment are values the story reported."""
     (leader,) = panel_exprs("Leader")
-    result = await scraped.prom.wait_for(substitute(leader), timeout=40)
+    result = await scraped.prom.wait_for(scraped.substitute(leader), timeout=40)
     assert [s["metric"]["instance"] for s in result] == [scraped.target]
 
     def every_cause(result: list[dict[str, Any]]) -> bool:
@@ -93,7 +112,7 @@ async def test_cluster_row_shows_what_the_worker_reported(scraped: Scraped) -> N
         "sum by (cause) (eos_worker_rebalances_total)", timeout=40, predicate=every_cause
     )
     (by_protocol,) = panel_exprs("Rebalances (1h)")
-    result = await scraped.prom.query(substitute(by_protocol))
+    result = await scraped.prom.query(scraped.substitute(by_protocol))
     counted = {s["metric"]["protocol"]: float(s["value"][1]) for s in result}
     assert set(counted) == {"eager", "cooperative"}
     assert counted["eager"] == 0
@@ -102,7 +121,7 @@ async def test_cluster_row_shows_what_the_worker_reported(scraped: Scraped) -> N
     story: list[dict[str, object]] = [{"members": 1, "tasks": 4}, *CLUSTER_STORY]
     for title, field in (("Members", "members"), ("Tasks per worker", "tasks")):
         (expr,) = panel_exprs(title)
-        values = {float(s["value"][1]) for s in await scraped.prom.query(substitute(expr))}
+        values = {float(s["value"][1]) for s in await scraped.prom.query(scraped.substitute(expr))}
         assert len(values) == 1
         assert values <= {float(str(d[field])) for d in story}, title
 
@@ -112,6 +131,7 @@ async def test_cluster_row_shows_what_the_worker_reported(scraped: Scraped) -> N
     [
         ("eos-connector.json", "connector", {"orders", "clicks", "payments"}),
         ("eos-connector.json", "task", {"0", "1"}),
+        ("eos-overview.json", "cluster", {"demo", "other"}),
     ],
 )
 async def test_template_variables_list_values(
@@ -124,10 +144,27 @@ async def test_template_variables_list_values(
     ]
     match = re.fullmatch(r"label_values\((.+), (\w+)\)", definition)
     assert match, definition
-    selector, label = substitute(match[1]), match[2]
+    selector, label = scraped.substitute(match[1]), match[2]
     await scraped.prom.wait_for(selector)
     values = await scraped.prom.api(f"label/{label}/values", **{"match[]": selector})
     assert set(values) == expected
+
+
+async def test_the_hidden_instance_variable_lists_the_chosen_clusters_workers(
+    scraped: Scraped,
+) -> None:
+    for path in ("eos-overview.json", "eos-connector.json"):
+        (definition,) = [
+            variable_query(v)
+            for v in yaml.safe_load((DASHBOARDS / path).read_text())["templating"]["list"]
+            if v["name"] == "instance"
+        ]
+        match = re.fullmatch(r"label_values\((.+), instance\)", definition)
+        assert match, definition
+        selector = scraped.substitute(match[1])
+        await scraped.prom.wait_for(selector)
+        values = await scraped.prom.api("label/instance/values", **{"match[]": selector})
+        assert values == [scraped.target]
 
 
 @pytest.mark.parametrize("expr", ALERTS)

@@ -88,7 +88,7 @@ def test_overview_covers_the_issue() -> None:
         "eos_task_transactions_aborted_total",
         "histogram_quantile(0.5, sum by (le) (rate(eos_task_commit_duration_seconds_bucket",
         "histogram_quantile(0.99, sum by (le) (rate(eos_task_commit_duration_seconds_bucket",
-        'eos_task_state{state="FAILED"}',
+        'eos_task_state{instance=~"$instance", state="FAILED"}',
         "eos_worker_rebalances_total",
         "eos_worker_fencing_rounds_total",
     ):
@@ -106,14 +106,14 @@ def test_overview_has_a_cluster_row() -> None:
     text = "\n".join(t["expr"] for p in row.values() for t in p["targets"])
     for needle in (
         "eos_worker_group_members",
-        "(eos_worker_leader == 1)",
+        '(eos_worker_leader{instance=~"$instance"} == 1)',
         "eos_worker_generation",
         "sum by (cause) (rate(eos_worker_rebalances_total",
         "histogram_quantile(0.5, sum by (le) (rate(eos_worker_rebalance_duration_seconds_bucket",
         "histogram_quantile(0.99, sum by (le) (rate(eos_worker_rebalance_duration_seconds_bucket",
         "eos_worker_leader_changes_total",
-        "sum by (instance) (eos_worker_assigned_tasks)",
-        "sum by (instance) (eos_worker_assigned_connectors)",
+        'sum by (instance) (eos_worker_assigned_tasks{instance=~"$instance"})',
+        'sum by (instance) (eos_worker_assigned_connectors{instance=~"$instance"})',
         "eos_worker_revoked_tasks_total",
         "eos_worker_revoked_connectors_total",
         "eos_worker_scheduled_rebalance_delay_seconds",
@@ -134,7 +134,10 @@ def test_overview_has_a_cluster_row() -> None:
 def test_drilldown_has_connector_and_task_variables() -> None:
     dashboard = load(GRAFANA / "dashboards" / "eos-connector.json")
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
-    assert variable_query(variables["connector"]) == "label_values(eos_task_state, connector)"
+    assert (
+        variable_query(variables["connector"])
+        == 'label_values(eos_task_state{instance=~"$instance"}, connector)'
+    )
     assert "$connector" in variable_query(variables["task"])
     for expr in exprs(dashboard):
         if expr.count("eos_task_"):
@@ -143,6 +146,40 @@ def test_drilldown_has_connector_and_task_variables() -> None:
     sizes = "\n".join(exprs(dashboard))
     for kind in ("min", "max", "avg"):
         assert f"eos_task_transaction_size_{kind}" in sizes
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_query_reads_only_the_chosen_clusters_workers(path: Path) -> None:
+    """Two clusters in one Prometheus: ``$namespace`` and ``$cluster`` (a group.id from
+    eos_worker_info) choose; the hidden ``$instance`` lists that cluster's workers (its
+    "All" is that list, never ``.*``), and every selector of a worker metric has it."""
+    dashboard = load(path)
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variable_query(variables["cluster"]) == (
+        'label_values(eos_worker_info{namespace=~"$namespace"}, group)'
+    )
+    instance = variables["instance"]
+    assert variable_query(instance) == (
+        'label_values(eos_worker_info{namespace=~"$namespace", group="$cluster"}, instance)'
+    )
+    assert instance["hide"] == 2
+    assert instance["includeAll"]
+    assert not instance.get("allValue")
+    for expr in exprs(dashboard):
+        selectors = re.findall(r"\b(?:eos|process|python)_\w+(\{[^}]*\})?", expr)
+        assert selectors, expr
+        assert all(s.startswith('{instance=~"$instance"') for s in selectors), expr
+
+
+def test_scoped_narrows_each_selector_once() -> None:
+    scoped = generator().scoped
+    assert scoped('sum(rate(eos_task_x_total{connector="a"}[5m])) / process_cpu') == (
+        'sum(rate(eos_task_x_total{instance=~"$instance", connector="a"}[5m])) '
+        '/ process_cpu{instance=~"$instance"}'
+    )
+    assert scoped("eos_a == scalar(max(eos_a{}))") == (
+        'eos_a{instance=~"$instance"} == scalar(max(eos_a{instance=~"$instance"}))'
+    )
 
 
 def test_queries_and_rules_refer_to_existing_metrics() -> None:
