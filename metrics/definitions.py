@@ -243,6 +243,7 @@ class WorkerMetrics:
     connector_auto_restarting: Gauge
     lso_lag: Gauge
     lso_stuck: Gauge
+    declared_files: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WorkerMetrics:
@@ -381,5 +382,13 @@ class WorkerMetrics:
                 ("topic", "partition"),
                 registry=registry,
                 unit="seconds",
+            ),
+            declared_files=Gauge(
+                "eos_worker_connector_file_outcome",
+                "1 for each file of connectors.dir with the outcome of the leader's last "
+                "reconcile (created, updated, state, unchanged, not applied, unreadable); "
+                "exported by the leader only.",
+                ("file", "connector", "outcome"),
+                registry=registry,
             ),
         )

@@ -348,6 +348,7 @@ class PrometheusObserver:
         self._m = WorkerMetrics.create(self.registry)
         self._owners: dict[tuple[str, str], PrometheusTaskObserver] = {}
         self._lso_series: set[tuple[str, str]] = set()
+        self._file_series: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self._connector_states: Callable[[], Mapping[str, State]] = dict
         self.registry.register(_ConnectorStatus(lambda: self._connector_states()))
@@ -486,6 +487,15 @@ class PrometheusObserver:
     @_never_raises
     def connector_states(self, states: Callable[[], Mapping[str, State]]) -> None:
         self._connector_states = states
+
+    @_never_raises
+    def connector_files(self, outcomes: Mapping[str, tuple[str, str]]) -> None:
+        seen = {(file, connector, outcome) for file, (connector, outcome) in outcomes.items()}
+        for labels in self._file_series - seen:
+            self._m.declared_files.remove(*labels)
+        for labels in seen:
+            self._m.declared_files.labels(*labels).set(1)
+        self._file_series = seen
 
     @_never_raises
     def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:

@@ -17,7 +17,8 @@ with the config topic:
 A file that does not parse (half written, a syntax error) is one log line naming it and
 its problem; its connector keeps running as it was, and no connector is pruned while any
 file does not parse. A change the worker refuses (a bad setting) is one line too. Each
-file's outcome is in ``GET /`` (``connectors_dir``). A new leader reconciles at once,
+file's outcome is in ``GET /`` (``connectors_dir``) and, on the leader, in
+``eos_worker_connector_file_outcome``. A new leader reconciles at once,
 so a reconcile cut short by the leader's death is finished by the next one; the config
 topic is keyed by name, so nothing is created twice.
 """
@@ -36,6 +37,7 @@ from eos.config.connector_files import ConnectorFile, files_in, read_connector
 from eos.config.connector_plan import Action, Change, plan
 from eos.config.worker import WorkerConfig
 from eos.errors import EosError
+from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.worker_api import WorkerApi
 from eos.storage.config_log import TargetState
 
@@ -99,9 +101,12 @@ class FileOutcome:
 class DeclaredConnectors:
     """The leader's reconcile of ``connectors.dir`` (see the module documentation)."""
 
-    def __init__(self, worker: WorkerApi, settings: WorkerConfig) -> None:
+    def __init__(
+        self, worker: WorkerApi, settings: WorkerConfig, observer: WorkerObserver | None = None
+    ) -> None:
         assert settings.connectors_dir is not None
         self._worker = worker
+        self._observer = observer or NullObserver()
         self._directory = Path(settings.connectors_dir)
         self._interval_s = settings.connectors_dir_poll_interval_ms / 1000
         self._prune = settings.connectors_dir_prune
@@ -130,6 +135,8 @@ class DeclaredConnectors:
             await anyio.sleep(LOOK_EVERY_S)
             leader = self._worker.cluster().is_leader
             if not leader:
+                if was_leader:  # the new leader reports the files from now on
+                    self._observer.connector_files({})
                 was_leader = False
                 continue
             try:  # a listing and a stat per file, in the thread pool like every file read
@@ -188,6 +195,9 @@ class DeclaredConnectors:
             ):
                 outcomes[name] = before  # what was last done for it still holds
         self.outcomes = outcomes
+        self._observer.connector_files(
+            {name: (o.connector or "", o.outcome) for name, o in outcomes.items()}
+        )
         return changes
 
     async def _apply(self, change: Change) -> None:

@@ -122,6 +122,11 @@ class WorkerObserver(Protocol):
         behind its high watermark, seconds it has stayed behind without moving). A partition
         left out is no longer watched."""
 
+    def connector_files(self, outcomes: Mapping[str, tuple[str, str]]) -> None:
+        """The leader's last reconcile of ``connectors.dir``: file name → (its connector,
+        or "" if it does not parse; its outcome). A file left out is gone (and every file
+        when this worker stops leading)."""
+
     def worker_info(self, group: str, worker: str, exactly_once: str) -> None:
         """Who this worker is: its group (the cluster), its id and its
         ``exactly.once.source.support`` (said once, at start)."""
@@ -215,6 +220,9 @@ class NullObserver:
         pass
 
     def last_stable_offsets(self, partitions: Mapping[tuple[str, int], tuple[int, float]]) -> None:
+        pass
+
+    def connector_files(self, outcomes: Mapping[str, tuple[str, str]]) -> None:
         pass
 
     def worker_info(self, group: str, worker: str, exactly_once: str) -> None:

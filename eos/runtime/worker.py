@@ -138,7 +138,7 @@ class Worker:
         )
         self.observer.worker_info(s.group_id, s.worker_id, s.exactly_once)
         self.observer.connector_states(self._reported_connector_states)
-        self.declared = DeclaredConnectors(self, s) if s.connectors_dir else None
+        self.declared = DeclaredConnectors(self, s, self.observer) if s.connectors_dir else None
         """The leader's reconcile of ``connectors.dir`` (None without one)."""
 
     def _reported_connector_states(self) -> dict[str, State]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.worker_harness import Cluster
 from tests.unit.test_declared_connectors import write_configmap
@@ -54,6 +55,18 @@ def states(cluster: Cluster) -> dict[str, str]:
 
 def config(cluster: Cluster, name: str) -> dict[str, str]:
     return cluster.get(f"/connectors/{name}/config") or {}
+
+
+def file_outcomes(rest_url: str) -> dict[str, tuple[str, str]]:
+    """eos_worker_connector_file_outcome on a worker's /metrics: file → (connector, outcome)."""
+    text = httpx.get(f"{rest_url}/metrics", timeout=5).text
+    return {
+        s.labels["file"]: (s.labels["connector"], s.labels["outcome"])
+        for f in text_string_to_metric_families(text)
+        if f.name == "eos_worker_connector_file_outcome"
+        for s in f.samples
+        if s.value == 1
+    }
 
 
 def test_the_leader_keeps_the_cluster_in_line_with_connector_files(
@@ -104,6 +117,12 @@ def test_the_leader_keeps_the_cluster_in_line_with_connector_files(
             lambda: "unreadable" in httpx.get(f"{leader.rest_url}/", timeout=5).text,
             "a.json named unreadable",
         )
+        # the leader's metric says the same per file; another worker exports none
+        outcomes = file_outcomes(leader.rest_url)
+        assert outcomes["a.json"] == ("", "unreadable")
+        assert outcomes["b.json"] == ("b", "state")
+        others = [w for w in cluster.live() if w.rest_url != leader.rest_url]
+        assert all(file_outcomes(w.rest_url) == {} for w in others)
         time.sleep(3)  # more polls: still nothing pruned
         assert set(states(cluster)) == {"a", "b", "c"}
         assert config(cluster, "a").get("throughput") == "30"

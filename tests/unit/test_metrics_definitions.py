@@ -17,6 +17,7 @@ ALLOWED_LABELS = {
     "stage", "gauge",
     "version", "python", "aiokafka",  # eos_build_info: one series, set at start
     "group", "worker", "exactly_once_source_support",  # eos_worker_info: likewise
+    "file", "outcome",  # eos_worker_connector_file_outcome: the files of connectors.dir
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
@@ -44,6 +45,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     observer.last_stable_offsets({("t", 0): (1, 2.0)})
     observer.connector_states(lambda: {"c": State.RUNNING})
     observer.worker_info("g", "127.0.0.1:8083", "enabled")
+    observer.connector_files({"orders.json": ("orders", "created")})
     found = {}
     for family in observer.registry.collect():
         name = family.name + {"counter": "_total", "info": "_info"}.get(family.type, "")
