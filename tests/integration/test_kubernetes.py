@@ -32,7 +32,7 @@ KUBERNETES = REPO / "deploy" / "kubernetes"
 CONTAINERFILE = REPO / "deploy" / "image" / "Containerfile"
 #: The oldest and the newest Kubernetes whose schemas kubernetes-validate bundles.
 VERSIONS = ("1.25.0", "1.37.0")
-CRDS = {"PodMonitor", "PrometheusRule"}
+CRDS = {"PodMonitor", "PrometheusRule", "ServiceMonitor"}
 
 Doc = dict[str, Any]
 
@@ -188,7 +188,7 @@ def test_probes_on_health_with_strimzis_timings(docs: dict[tuple[str, str], Doc]
     (container,) = pod(docs)["spec"]["containers"]
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe] == {
-            "httpGet": {"path": "/health", "port": "rest"},
+            "httpGet": {"path": "/health", "port": "rest", "scheme": "HTTP"},
             "initialDelaySeconds": 60,
             "timeoutSeconds": 5,
             "periodSeconds": 10,
@@ -252,7 +252,7 @@ def test_pod_monitor_scrapes_every_worker(docs: dict[tuple[str, str], Doc]) -> N
         <= pod(docs)["metadata"]["labels"].items()
     )
     assert monitor["spec"]["podMetricsEndpoints"] == [
-        {"port": "rest", "path": "/metrics", "interval": "15s"}
+        {"port": "rest", "path": "/metrics", "interval": "15s", "scheme": "http"}
     ]
     # job="eos", from the pods' own label: what EosWorkerGone's up{job="eos"} reads
     assert pod(docs)["metadata"]["labels"][monitor["spec"]["jobLabel"]] == "eos"
@@ -284,6 +284,75 @@ def test_connect_compatible_rules_on_request(build: ModuleType, tmp_path: Path) 
     for doc in rendered:
         if doc["kind"] not in CRDS:
             kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+
+
+def test_tls_rest_network_policy_and_service_monitor(build: ModuleType, tmp_path: Path) -> None:
+    """rest.tls: an https listener on the mounted Secret, probes and scrapes over HTTPS;
+    networkPolicy lets in the workers and the listed peers on the REST port; a
+    ServiceMonitor on the headless Service; every object valid. clientAuth=required is
+    refused at render time, naming the value."""
+    values = tmp_path / "values.yaml"
+    prometheus = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}
+    values.write_text(yaml.safe_dump({
+        "rest": {"tls": {"secretName": "eos-tls", "clientAuth": "requested"}},
+        "networkPolicy": {"enabled": True, "from": [prometheus]},
+        "monitoring": {"serviceMonitor": True, "podMonitor": False},
+    }))  # fmt: skip
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    props = worker_properties(docs)
+    assert props["listeners"] == "https://0.0.0.0:8083"
+    assert props["listeners.https.ssl.certfile"] == "/etc/eos/tls/tls.crt"
+    assert props["listeners.https.ssl.client.auth"] == "requested"
+    spec = pod(docs)["spec"]
+    (container,) = spec["containers"]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
+    assert mount["mountPath"] == "/etc/eos/tls"
+    assert next(v for v in spec["volumes"] if v["name"] == "tls")["secret"]["secretName"] == (
+        "eos-tls"
+    )
+    policy = docs[("NetworkPolicy", "eos")]["spec"]
+    (rule,) = policy["ingress"]
+    assert rule["from"][0]["podSelector"]["matchLabels"] == policy["podSelector"]["matchLabels"]
+    assert rule["from"][1] == prometheus
+    assert rule["ports"] == [{"port": "rest", "protocol": "TCP"}]
+    assert ("PodMonitor", "eos") not in docs
+    monitor = docs[("ServiceMonitor", "eos")]["spec"]
+    (endpoint,) = monitor["endpoints"]
+    assert (endpoint["scheme"], endpoint["tlsConfig"]) == ("https", {"insecureSkipVerify": True})
+    headless = docs[("Service", "eos-headless")]["metadata"]["labels"]
+    assert monitor["selector"]["matchLabels"].items() <= headless.items()
+    assert not monitor["selector"]["matchLabels"].items() <= (
+        docs[("Service", "eos")]["metadata"]["labels"].items()
+    )  # only the headless one: each worker scraped once
+    for doc in rendered:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+
+    values.write_text(
+        yaml.safe_dump({"rest": {"tls": {"secretName": "t", "clientAuth": "required"}}})
+    )
+    with pytest.raises(build.HelmError, match=r"/rest/tls/clientAuth.*'none', 'requested'"):
+        build.render(values)
+
+
+def test_values_schema_names_a_misspelt_or_wrong_value(build: ModuleType, tmp_path: Path) -> None:
+    """values.schema.json: helm refuses a value the chart does not have and a value of the
+    wrong kind, each naming where it is; worker settings stay free-form."""
+    values = tmp_path / "values.yaml"
+    for wrong, said in (
+        ({"replica": 3}, "additional properties 'replica' not allowed"),
+        ({"replicas": "three"}, "/replicas"),
+        ({"monitoring": {"interval": "15"}}, "/monitoring/interval"),
+        ({"connectors": {"files": {"a.json": {"name": "a"}}}}, "/connectors/files/a.json"),
+    ):
+        values.write_text(yaml.safe_dump(wrong))
+        with pytest.raises(build.HelmError, match=re.escape(said)):
+            build.render(values)
+    values.write_text(yaml.safe_dump({"workerConfig": {"offset.flush.timeout.ms": 3600000}}))
+    assert "offset.flush.timeout.ms=3600000" in build.render(values)
 
 
 def test_runbook_urls_under_a_published_docs_base(build: ModuleType, tmp_path: Path) -> None:

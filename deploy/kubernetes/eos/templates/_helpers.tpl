@@ -23,3 +23,25 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "eos.headless" -}}
 {{ include "eos.fullname" . }}-headless
 {{- end -}}
+
+{{/* http, or https with rest.tls.secretName (kubelet's probes then use HTTPS). */}}
+{{- define "eos.scheme" -}}
+{{- if .Values.rest.tls.secretName -}}
+{{- if eq .Values.rest.tls.clientAuth "required" -}}
+{{- fail "rest.tls.clientAuth=required: kubelet's probes present no client certificate; use requested (certificates are checked when presented)" -}}
+{{- end -}}
+https
+{{- else -}}
+http
+{{- end -}}
+{{- end -}}
+
+{{/* The scrape's scheme, and with TLS its tlsConfig (monitoring.tlsConfig: Prometheus
+scrapes pod addresses, which the certificate does not name). */}}
+{{- define "eos.scrapeTls" -}}
+scheme: {{ include "eos.scheme" . }}
+{{- if .Values.rest.tls.secretName }}
+tlsConfig:
+  {{- toYaml .Values.monitoring.tlsConfig | nindent 2 }}
+{{- end }}
+{{- end -}}
