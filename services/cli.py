@@ -205,6 +205,10 @@ def parser() -> argparse.ArgumentParser:
 
     acls_command(sub)
 
+    from services.cdc_cli import add_command as cdc_command
+
+    cdc_command(sub)
+
     from services.transactions_cli import add_command as transactions_command
 
     transactions_command(sub)

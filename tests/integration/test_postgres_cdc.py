@@ -6,9 +6,11 @@ FAILED reason."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -197,7 +199,7 @@ async def test_restart_resumes_without_duplicates(
     ("setup", "expected"),
     [
         ("missing-publication", "publication.autocreate.mode=disabled"),
-        ("no-replication", "may not replicate"),
+        ("no-replication", "lacks 3 privilege(s)"),
         ("wrong-password", "wrong database.user or database.password"),
     ],
 )
@@ -227,8 +229,55 @@ async def test_bad_setups_fail_with_one_reason(
         status = await worker.wait_for_tasks(name, "FAILED", 1)
     trace = status["tasks"][0]["trace"]
     assert expected in trace, trace
+    if setup == "no-replication":  # every missing privilege at once, each with its fix
+        user = extra["database_user"]
+        for fix in (
+            f'ALTER ROLE "{user}" REPLICATION;',
+            f'GRANT SELECT ON "public"."t" TO "{user}";',
+            f'ALTER TABLE "public"."t" OWNER TO "{user}";',
+        ):
+            assert fix in trace, trace
     assert "not-the-password" not in trace
     assert PASSWORD not in trace
+
+
+def test_the_privileges_command_names_what_the_user_lacks(
+    postgres: PostgresServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``eos cdc privileges FILE``: each privilege of the plan granted or missing with the
+    statement that grants it (exit 1), then, once an administrator ran those, all granted."""
+    from services.cli import main
+
+    db = postgres.database("cdc")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    name = unique_name("cdc")
+    user = name.replace("-", "_")
+    with postgres.connect(admin=True) as conn:
+        conn.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
+    config = cdc_config(postgres, db, name, database_user=user, database_password="pw")
+    file = tmp_path / "cdc.json"
+    file.write_text(json.dumps({"name": name, "config": config}))
+
+    assert main(["cdc", "privileges", str(file)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    missing = sorted(line.split(":", 2)[-1].strip() for line in lines if line.startswith("missing"))
+    assert missing == sorted([
+        f'ALTER ROLE "{user}" REPLICATION;',
+        f'ALTER TABLE "public"."t" OWNER TO "{user}"; -- or create the publication as its owner',
+        f'GRANT SELECT ON "public"."t" TO "{user}";',
+    ])  # fmt: skip
+    assert any(line.startswith(f"granted: CONNECT on database {db}") for line in lines)
+    assert "pw" not in "\n".join(lines)
+
+    with postgres.connect(db, admin=True) as conn:
+        for statement in missing:
+            conn.execute(statement.split(" -- ")[0])
+    assert main(["cdc", "privileges", str(file)]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("missing")]
 
 
 async def test_a_server_without_logical_wal_is_one_reason(

@@ -21,6 +21,8 @@ from services.connectors.postgres_cdc.column_types import (
 )
 from services.connectors.postgres_cdc.envelope import Change, TableShape
 from services.connectors.postgres_cdc.position import Position, Read
+from services.connectors.postgres_cdc.privileges import docs_table, plan
+from services.connectors.postgres_cdc.settings import CdcSettings
 
 
 def _tuple(*columns: str | None) -> bytes:
@@ -207,3 +209,38 @@ def test_unwrapping_rewrites_deletes_and_adds_fields() -> None:
     assert gone.value.get("id") == 1
     assert unwrap.apply(tombstone) is None
     assert _unwrap(delete_tombstone_handling_mode="drop").apply(deleted) is None
+
+
+def _cdc_settings(**extra: str) -> CdcSettings:
+    return CdcSettings.parse({
+        "database.hostname": "db", "database.user": "u", "database.dbname": "shop",
+        "topic.prefix": "p", "publication.name": "pub", **extra,
+    })  # fmt: skip
+
+
+def test_the_privileges_plan_names_each_grant_once() -> None:
+    tables = ["public.orders", "public.customers", "sales.lines"]
+    filtered = plan(_cdc_settings(**{"publication.autocreate.mode": "filtered"}), tables,
+                    publication_exists=False)  # fmt: skip
+    grants = [n.grant for n in filtered]
+    assert grants[:4] == [
+        'ALTER ROLE "u" REPLICATION;',
+        'GRANT CONNECT ON DATABASE "shop" TO "u";',
+        'GRANT USAGE ON SCHEMA "public" TO "u";',
+        'GRANT USAGE ON SCHEMA "sales" TO "u";',  # one per schema
+    ]
+    assert 'GRANT SELECT ON "sales"."lines" TO "u";' in grants
+    assert sum("OWNER TO" in g for g in grants) == 3  # creating the publication FOR TABLE
+    assert not any("FOR ALL TABLES" in g for g in grants)
+    everything = plan(_cdc_settings(), tables, publication_exists=False)  # all_tables
+    assert [n.privilege for n in everything][-1] == "superuser"
+    assert not any("OWNER TO" in n.grant for n in everything)
+    made = plan(_cdc_settings(), tables, publication_exists=True)  # nothing to create
+    assert {n.privilege for n in made} == {"REPLICATION", "CONNECT", "USAGE", "SELECT"}
+
+
+def test_the_docs_table_of_privileges_is_generated() -> None:
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "cdc.md"
+    assert docs_table() in doc.read_text()

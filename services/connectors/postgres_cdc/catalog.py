@@ -87,7 +87,7 @@ def connect_problem(settings: CdcSettings, error: str) -> str:
 
 
 def check_server(conn: Any, settings: CdcSettings) -> None:
-    """``wal_level=logical`` and a user that may replicate."""
+    """``wal_level=logical``."""
     with conn.cursor() as cur:
         cur.execute("SHOW wal_level")
         (level,) = cur.fetchone()
@@ -97,13 +97,18 @@ def check_server(conn: Any, settings: CdcSettings) -> None:
                 "wal_level=logical (set it in postgresql.conf or with ALTER SYSTEM SET "
                 "wal_level = logical, then restart the server)"
             )
-        cur.execute("SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user")
-        row = cur.fetchone()
-        if not row or not row[0]:
-            raise CdcSetupError(
-                f"database.user {settings.user} may not replicate: ALTER ROLE "
-                f'"{settings.user}" REPLICATION (or use a user that has it)'
-            )
+
+
+def check_privileges(conn: Any, settings: CdcSettings) -> None:
+    """Every privilege the user lacks to capture the selected tables, in one refusal with
+    the statements that grant them (:mod:`~services.connectors.postgres_cdc.privileges`)."""
+    from services.connectors.postgres_cdc.privileges import check, refusal
+
+    with conn.cursor() as cur:
+        tables = selected(user_tables(cur), settings)
+    missing = check(conn, settings, tables)
+    if missing:
+        raise CdcSetupError(refusal(settings, missing))
 
 
 def slot_state(conn: Any, name: str) -> SlotState:
@@ -142,7 +147,7 @@ def selected(names: Sequence[str], settings: CdcSettings) -> list[str]:
     return [n for n in chosen if not _matches(settings.exclude, n)]
 
 
-def _user_tables(cur: Any) -> list[str]:
+def user_tables(cur: Any) -> list[str]:
     cur.execute(
         "SELECT n.nspname || '.' || c.relname FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') "
@@ -168,7 +173,7 @@ def ensure_publication(conn: Any, settings: CdcSettings) -> list[str]:
             (name,),
         )
         published = [row[0] for row in cur.fetchall()]
-        wanted = selected(_user_tables(cur), settings)
+        wanted = selected(user_tables(cur), settings)
     missing = [t for t in wanted if t not in published]
     if missing and settings.include:
         raise CdcSetupError(
@@ -199,10 +204,10 @@ def _create_publication(cur: Any, settings: CdcSettings) -> None:
         if mode == "all_tables":
             cur.execute(f'CREATE PUBLICATION "{name}" FOR ALL TABLES')
         else:
-            tables = selected(_user_tables(cur), settings)
+            tables = selected(user_tables(cur), settings)
             if not tables:
                 raise CdcSetupError("table.include.list selects no table of the database")
-            listed = ", ".join(_quoted(t) for t in tables)
+            listed = ", ".join(quoted(t) for t in tables)
             cur.execute(f'CREATE PUBLICATION "{name}" FOR TABLE {listed}')
     except psycopg2.errors.InsufficientPrivilege as exc:
         hint = (
@@ -217,7 +222,7 @@ def _create_publication(cur: Any, settings: CdcSettings) -> None:
         ) from None
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     schema, _, table = name.partition(".")
     return f'"{schema}"."{table}"'
 
@@ -241,7 +246,7 @@ def table_columns(conn: Any, name: str) -> list[CatalogColumn]:
             WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
             ORDER BY a.attnum
             """,
-            (_quoted(name),),
+            (quoted(name),),
         )
         rows = cur.fetchall()
     return [

@@ -122,6 +122,7 @@ class PostgresCdcTask(SourceTask):
         self._catalog = await self._blocking(catalog.connect, settings)
         self._catalog.autocommit = True
         await self._blocking(catalog.check_server, self._catalog, settings)
+        await self._blocking(catalog.check_privileges, self._catalog, settings)
         self._tables = await self._blocking(catalog.ensure_publication, self._catalog, settings)
         slot = await self._blocking(catalog.slot_state, self._catalog, settings.slot)
         mode = settings.snapshot_mode
