@@ -235,6 +235,18 @@ class ConnectorConfig:
         "exactly-once",
         convert=or_none,
     )
+    declared_restart: int = setting(
+        "declared.restart",
+        Type.INT,
+        0,
+        Range(at_least=0),
+        Importance.LOW,
+        "The last restart asked for by the connector's file (its restart field; "
+        "connectors.dir and eos connectors apply keep it here): a file whose restart differs "
+        "has the connector and its tasks restarted once, as Strimzi's strimzi.io/restart "
+        "annotation does. Not set by hand.",
+        "common",
+    )
     producer_overrides: dict[str, str]
     """``producer.override.*`` without the prefix (and without ``transactional.id``)."""
     consumer_overrides: dict[str, str]

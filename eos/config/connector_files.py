@@ -15,7 +15,9 @@ settings sent always include ``name`` (Connect's validation requires it).
 
 A structured file may also say the connector's ``state`` (``RUNNING``, ``PAUSED`` or
 ``STOPPED``, as Strimzi's ``KafkaConnector`` ``spec.state``), which ``connectors.dir``
-keeps it in.
+keeps it in, and a ``restart`` number: raising it restarts the connector and its tasks
+once (Strimzi's ``strimzi.io/restart`` annotation; the number is kept in the connector's
+``declared.restart`` setting, so a new leader does not restart it again).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class ConnectorFile:
     state: str | None = None
     """The state the connector is kept in (``connectors.dir``): RUNNING, PAUSED or STOPPED;
     None: RUNNING, as Strimzi's ``spec.state``."""
+    restart: int | None = None
+    """The file's ``restart`` number (None: it has none)."""
 
 
 def read_connectors(paths: Sequence[str]) -> tuple[list[ConnectorFile], list[str]]:
@@ -93,7 +97,7 @@ def read_connectors(paths: Sequence[str]) -> tuple[list[ConnectorFile], list[str
 def read_connector(path: str) -> tuple[ConnectorFile | None, list[str]]:
     """The connector of one file, or None, and the file's problems."""
     try:
-        name, config, initial, state = _load(path)
+        name, config, initial, state, restart = _load(path)
     except ConfigError as exc:
         return None, [f"{path}: {exc.allowed}"]
     problems = []
@@ -108,6 +112,8 @@ def read_connector(path: str) -> tuple[ConnectorFile | None, list[str]]:
         problems.append(f"{path}: initial_state {initial!r} is not one of {INITIAL_STATES}")
     if state is not None and state.upper() not in INITIAL_STATES:
         problems.append(f"{path}: state {state!r} is not one of {INITIAL_STATES}")
+    if restart is not None and (type(restart) is not int or restart < 0):
+        problems.append(f"{path}: restart {restart!r} is not a whole number of 0 or more")
     if problems:
         return None, problems
     config = {"name": name, **config}  # a create body may leave it out of its config
@@ -117,16 +123,17 @@ def read_connector(path: str) -> tuple[ConnectorFile | None, list[str]]:
         config,
         initial.upper() if initial else None,
         state.upper() if state else None,
+        restart if type(restart) is int else None,
     ), []
 
 
-def _load(path: str) -> tuple[str, dict[str, str], str | None, str | None]:
-    """(name, flat settings, initial state, state) of a connector file."""
+def _load(path: str) -> tuple[str, dict[str, str], str | None, str | None, object]:
+    """(name, flat settings, initial state, state, restart) of a connector file."""
     if Path(path).suffix.lower() not in _STRUCTURED:
         if not Path(path).is_file():
             raise ConfigError("<file>", path, "cannot be read (no such file)")
         config = load_config_file(path)
-        return config.get("name", ""), config, None, None
+        return config.get("name", ""), config, None, None, None
     data = structured(path)
     if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
         config = flatten(data["config"], source=path)
@@ -142,9 +149,10 @@ def _load(path: str) -> tuple[str, dict[str, str], str | None, str | None]:
             config,
             None if initial is None else str(initial),
             None if state is None else str(state),
+            data.get("restart"),
         )
     config = flatten(data, source=path)
-    return config.get("name", ""), config, None, None
+    return config.get("name", ""), config, None, None, None
 
 
 def structured(path: str) -> Any:

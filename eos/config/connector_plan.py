@@ -12,7 +12,9 @@ from typing import Literal
 
 from eos.config.connector_files import ConnectorFile
 
-Action = Literal["create", "update", "state", "delete"]
+Action = Literal["create", "update", "state", "restart", "delete"]
+RESTART_KEY = "declared.restart"
+"""The connector setting that keeps the last ``restart`` of its file."""
 
 
 @dataclass(frozen=True)
@@ -44,20 +46,25 @@ def plan(
 ) -> list[Change]:
     """What makes the cluster (``current`` configs, ``states`` by name: RUNNING,
     PAUSED, STOPPED) match ``declared``.
-    ``unreadable``: some file did not parse, so nothing is pruned. A file without a
-    ``state`` keeps its connector in ``default_state`` (None: in whatever state it is;
-    created in its ``initial_state``, else RUNNING)."""
+    ``unreadable``: some file did not parse, so nothing is pruned. A file whose
+    ``restart`` differs from the connector's ``declared.restart`` has it updated and the
+    connector and its tasks restarted (after the state, so a resumed connector restarts).
+    A file without a ``state`` keeps its connector in ``default_state`` (None: in whatever
+    state it is; created in its ``initial_state``, else RUNNING)."""
     changes: list[Change] = []
     for f in declared:
         keep = f.state or default_state
+        config = f.config if f.restart is None else {**f.config, RESTART_KEY: str(f.restart)}
         if f.name not in current:
             initial = keep or f.initial_state or "RUNNING"
-            changes.append(Change("create", f.name, f.path, f.config, initial))
+            changes.append(Change("create", f.name, f.path, config, initial))
             continue
-        if dict(current[f.name]) != f.config:
-            changes.append(Change("update", f.name, f.path, f.config))
+        if dict(current[f.name]) != config:
+            changes.append(Change("update", f.name, f.path, config))
         if keep is not None and states.get(f.name, "RUNNING") != keep:
             changes.append(Change("state", f.name, f.path, state=keep))
+        if f.restart is not None and current[f.name].get(RESTART_KEY, "0") != str(f.restart):
+            changes.append(Change("restart", f.name, f.path))
     if prune and not unreadable:
         names = {f.name for f in declared}
         changes += [Change("delete", name) for name in sorted(set(current) - names)]

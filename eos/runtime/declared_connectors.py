@@ -12,6 +12,7 @@ with the config topic:
 - a connector no one has: **create** it in its declared state;
 - a connector whose settings differ: **update** it (nothing is written when they match);
 - a connector in another state than declared (none declared: RUNNING): **state**;
+- a file whose ``restart`` number changed: **restart** the connector and its tasks once;
 - with ``connectors.dir.prune=true``, a connector no file declares: **delete** it.
 
 A file that does not parse (half written, a syntax error) is one log line naming it and
@@ -39,7 +40,7 @@ from eos.config.worker import WorkerConfig
 from eos.errors import EosError
 from eos.runtime.observer import NullObserver, WorkerObserver
 from eos.runtime.worker_api import WorkerApi
-from eos.storage.config_log import TargetState
+from eos.storage.config_log import RestartRequest, TargetState
 
 log = structlog.get_logger(__name__)
 
@@ -212,6 +213,8 @@ class DeclaredConnectors:
         elif change.action == "state":
             assert change.state is not None
             await worker.set_target_state(change.connector, TARGETS[change.state])
+        elif change.action == "restart":
+            await worker.restart(change.connector, RestartRequest(include_tasks=True))
         else:
             await worker.delete_connector(change.connector)
 
@@ -225,4 +228,5 @@ class DeclaredConnectors:
 
 
 def _done(action: Action) -> str:
-    return {"create": "created", "update": "updated", "state": "state", "delete": "deleted"}[action]
+    done = {"create": "created", "update": "updated", "state": "state", "restart": "restarted"}
+    return done.get(action, "deleted")

@@ -259,7 +259,8 @@ def _applied(c: Context, results: list[dict[str, Any]]) -> int:
 def connectors_apply(c: Context) -> int:
     """Make the worker's cluster match the files (and directories of files), as the
     worker's ``connectors.dir`` does: create what is missing (in its ``state`` or
-    ``initial_state``), update only what differs, move a file's ``state``, and with
+    ``initial_state``), update only what differs, move a file's ``state``, restart what
+    a file's ``restart`` asks for once, and with
     ``--prune`` delete the connectors no file declares; ``--dry-run`` prints the plan."""
     connectors = _checked(c)
     current = c.client.connectors_expanded("info", "status")
@@ -290,6 +291,9 @@ def connectors_apply(c: Context) -> int:
             getattr(c.client, verb)(name)
             done = {"resume": "resumed", "pause": "paused", "stop": "stopped"}[verb]
             results.append({"name": name, "action": done})
+        elif change.action == "restart":
+            c.client.restart(name, include_tasks=True, only_failed=False)
+            results.append({"name": name, "action": "restarted"})
         else:
             c.client.delete(name)
             results.append({"name": name, "action": "deleted"})

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from structlog.testing import capture_logs
 
 from eos.kafka import ClientConfig, read_to_end
 from services.cli import parser
@@ -292,6 +293,45 @@ def test_the_eos_command_exits_1_without_a_worker_and_2_for_a_bad_file(tmp_path:
         f"{tmp_path / 'gone.properties'}: cannot be read (no such file)",
         "error: 3 problems; nothing was changed",
     ]
+
+
+async def test_a_raised_restart_number_restarts_the_connector_and_its_tasks_once(
+    bootstrap: str, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A file's ``restart``, as Strimzi's strimzi.io/restart: applied with a new number,
+    the connector and its task start again (``task starting`` once more); applied again
+    unchanged, nothing happens."""
+    topic = unique_name("out")
+    file = tmp_path / "a.json"
+
+    def declare(restart: int) -> None:
+        body = {"name": "a", "restart": restart, "config": {**verifiable(topic), "name": "a"}}
+        file.write_text(json.dumps(body))
+
+    def starts() -> int:
+        return sum(e["event"] == "task starting" and e.get("connector") == "a" for e in logs)
+
+    declare(0)
+    with capture_logs() as logs:
+        async with running_worker(worker_props(bootstrap, unique_name("g"))) as w:
+            assert (await eos(w, "connectors", "apply", str(file))).out == "created connector a\n"
+            await until(w, lambda s: [t["state"] for t in s["tasks"]] == ["RUNNING"], "a")
+            assert starts() == 1
+            declare(1)
+            planned = await eos(w, "connectors", "apply", str(file), "--dry-run")
+            assert planned.out.splitlines() == ["update a from a.json", "restart a from a.json"]
+            applied = await eos(w, "connectors", "apply", str(file))
+            assert applied.out.splitlines() == ["updated connector a", "restarted connector a"]
+            with anyio.fail_after(30):
+                while starts() < 2:  # noqa: ASYNC110 - the worker's log
+                    await anyio.sleep(0.1)
+            await until(w, lambda s: [t["state"] for t in s["tasks"]] == ["RUNNING"], "a")
+            again = await eos(w, "connectors", "apply", str(file))
+            assert again.out == "nothing to change\n"
+            config = json.loads((await eos(w, "connectors", "describe", "a", "--json")).out)
+            await anyio.sleep(1)
+    assert starts() == 2
+    assert config["config"]["declared.restart"] == "1"
 
 
 async def test_apply_a_directory_with_prune_and_a_dry_run_first(

@@ -101,3 +101,36 @@ def test_a_file_that_does_not_parse_is_named_and_the_others_are_read(tmp_path: P
     assert "not valid YAML" in problems[str(tmp_path / "half.yaml")]
     assert "also in good.yaml" in problems[str(tmp_path / "twice.properties")]
     assert "state 'RUN' is not one of" in problems[str(tmp_path / "bad-state.json")]
+
+
+def test_a_raised_restart_number_restarts_once() -> None:
+    """Strimzi's strimzi.io/restart as a number in the file: a new number restarts the
+    connector and its tasks once, and is kept in the connector's declared.restart, so the
+    next reconcile (or a new leader) does not restart it again; a new connector starts
+    anyway, with its number kept."""
+    base = {"name": "a", "connector.class": "FileSource"}
+    wanted = ConnectorFile("/d/a.yaml", "a", base, None, None, 1)
+    changes = plan([wanted], {"a": base}, {"a": RUNNING}, prune=False)
+    kept = {**base, "declared.restart": "1"}
+    assert [(c.action, c.props) for c in changes] == [("update", kept), ("restart", None)]
+    assert plan([wanted], {"a": kept}, {"a": RUNNING}, prune=False) == []
+    (created,) = plan([wanted], {}, {}, prune=False)
+    assert (created.action, created.props) == ("create", kept)
+    # resumed first, then restarted
+    paused = plan([ConnectorFile("/d/a.yaml", "a", base, None, None, 2)], {"a": kept},
+                  {"a": PAUSED}, prune=False)  # fmt: skip
+    assert [c.action for c in paused] == ["update", "state", "restart"]
+
+
+def test_a_restart_that_is_not_a_whole_number_is_a_problem_of_its_file(tmp_path: Path) -> None:
+    from eos.config.connector_files import read_connector
+
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    body = {"name": "a", "config": {"connector.class": "FileSource"}}
+    good.write_text(json.dumps({**body, "restart": 3}))
+    bad.write_text(json.dumps({**body, "restart": "soon"}))
+    connector, problems = read_connector(str(good))
+    assert (connector and connector.restart, problems) == (3, [])
+    connector, problems = read_connector(str(bad))
+    assert connector is None
+    assert problems == [f"{bad}: restart 'soon' is not a whole number of 0 or more"]
