@@ -56,7 +56,7 @@ DPKG_OPTIONS = (
 )
 #: openjdk's post-install script links its manual page: the directory must exist.
 SETUP_HOOK = 'mkdir -p "$1/usr/share/man/man1"'
-EXTRAS = "spark,delta,iceberg,librdkafka"
+EXTRAS = "spark,delta,iceberg,librdkafka,formats,cdc"
 SOURCES = ("eos", "services", "metrics", "pyproject.toml", "README.md")
 PODMAN_RUN_FLAGS = (
     "--runtime",

@@ -48,12 +48,17 @@ def test_image_declares_user_entrypoint_labels_and_health_check(eos_image: str) 
 
 
 def test_version_and_runtime(eos_image: str) -> None:
-    script = "java -version 2>&1 | head -1; python3 --version; id -u; eos --version"
+    script = (
+        "java -version 2>&1 | head -1; python3 --version; id -u; eos --version; "
+        # every documented feature: the Avro and Protobuf converters, CDC, librdkafka
+        "python3 -c 'import fastavro, google.protobuf, psycopg2, confluent_kafka; print(1)'"
+    )
     done = subprocess.run(
         podman_run(eos_image, "-c", script, options=("--entrypoint", "sh")),
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    java, python, uid, version = done.stdout.splitlines()
+    java, python, uid, version, extras = done.stdout.splitlines()
+    assert extras == "1"
     assert '"17.' in java
     assert python.startswith("Python 3.11.")
     assert uid == "10001"
