@@ -4,19 +4,20 @@ and whether the server grants it (docs/cdc.md, "Setting up PostgreSQL").
 It connects with the connector's own settings, lists the tables it would capture
 (``table.include.list`` / ``table.exclude.list`` over the database's tables) and prints
 each privilege of the plan as ``granted`` or ``missing`` with the statement that grants
-it; exit status 1 if one is missing. ``--worker-config`` resolves ``${file:…}``-style
-values through that worker file's config providers.
+it; exit status 1 if one is missing, 2 if the file or the server cannot be read (one line
+saying which setting to check; the password is never printed). ``--worker-config``
+resolves ``${file:…}``-style values through that worker file's config providers.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from eos.config.connector_files import read_connector
 from eos.config.files import load_config_file
 from eos.config.providers import ConfigProviders
-from eos.errors import ConfigError
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,17 +32,28 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from services.connectors.postgres_cdc.catalog import connect, selected, user_tables
+    from services.connectors.postgres_cdc.catalog import (
+        CdcSetupError,
+        connect,
+        selected,
+        user_tables,
+    )
     from services.connectors.postgres_cdc.privileges import check, plan
     from services.connectors.postgres_cdc.settings import CdcSettings
 
     connector, problems = read_connector(args.connector_config)
     if connector is None:
-        raise ConfigError("connector_config", args.connector_config, "; ".join(problems))
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     worker = load_config_file(args.worker_config) if args.worker_config else {}
     props = ConfigProviders.from_worker(worker).resolve(connector.config)
     settings = CdcSettings.parse(props)
-    conn = connect(settings)
+    try:
+        conn = connect(settings)
+    except CdcSetupError as exc:  # one line naming the setting to check, no password
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         with conn.cursor() as cur:
             tables = selected(user_tables(cur), settings)

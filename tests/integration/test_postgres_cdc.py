@@ -279,6 +279,14 @@ def test_the_privileges_command_names_what_the_user_lacks(
     assert main(["cdc", "privileges", str(file)]) == 0
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("missing")]
 
+    wrong = {**config, "database.password": "not-the-password"}
+    file.write_text(json.dumps({"name": name, "config": wrong}))
+    assert main(["cdc", "privileges", str(file)]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("error: cannot log in to PostgreSQL")
+    assert "wrong database.user or database.password" in said
+    assert "not-the-password" not in said
+
 
 async def test_a_server_without_logical_wal_is_one_reason(
     bootstrap: str, unique_name: Callable[[str], str]
