@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +17,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from structlog.testing import capture_logs
 
 from eos.kafka import ClientConfig, read_to_end
+from eos.state import State
+from eos.storage.status_log import StatusRecord, decode_status_record
 from services.cli import parser
 from services.client import commands
 from services.dev_kafka import free_ports
@@ -296,41 +297,54 @@ def test_the_eos_command_exits_1_without_a_worker_and_2_for_a_bad_file(tmp_path:
 
 
 async def test_a_raised_restart_number_restarts_the_connector_and_its_tasks_once(
-    bootstrap: str, unique_name: Callable[[str], str], tmp_path: Path
+    bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     """A file's ``restart``, as Strimzi's strimzi.io/restart: applied with a new number,
-    the connector and its task start again (``task starting`` once more); applied again
-    unchanged, nothing happens."""
+    the connector and its task are restarted (each reported RESTARTING once in the status
+    topic, then RUNNING); applied again unchanged, nothing happens."""
     topic = unique_name("out")
     file = tmp_path / "a.json"
+    wprops = worker_props(bootstrap, unique_name("g"))
 
     def declare(restart: int) -> None:
         body = {"name": "a", "restart": restart, "config": {**verifiable(topic), "name": "a"}}
         file.write_text(json.dumps(body))
 
-    def starts() -> int:
-        return sum(e["event"] == "task starting" and e.get("connector") == "a" for e in logs)
+    async def restarts() -> Counter[str]:
+        """Connector and task statuses RESTARTING written so far, by key."""
+        found: Counter[str] = Counter()
+        for record in await read_to_end(client_config, wprops["status.storage.topic"]):
+            status = decode_status_record(record.key, record.value)
+            if (
+                isinstance(status, StatusRecord)
+                and status.status is not None
+                and status.status.state is State.RESTARTING
+            ):
+                found["connector" if status.task is None else f"task {status.task}"] += 1
+        return found
+
+    def running(s: dict[str, Any]) -> bool:
+        return s["connector"]["state"] == "RUNNING" and [t["state"] for t in s["tasks"]] == [
+            "RUNNING"
+        ]
 
     declare(0)
-    with capture_logs() as logs:
-        async with running_worker(worker_props(bootstrap, unique_name("g"))) as w:
-            assert (await eos(w, "connectors", "apply", str(file))).out == "created connector a\n"
-            await until(w, lambda s: [t["state"] for t in s["tasks"]] == ["RUNNING"], "a")
-            assert starts() == 1
-            declare(1)
-            planned = await eos(w, "connectors", "apply", str(file), "--dry-run")
-            assert planned.out.splitlines() == ["update a from a.json", "restart a from a.json"]
-            applied = await eos(w, "connectors", "apply", str(file))
-            assert applied.out.splitlines() == ["updated connector a", "restarted connector a"]
-            with anyio.fail_after(30):
-                while starts() < 2:  # noqa: ASYNC110 - the worker's log
-                    await anyio.sleep(0.1)
-            await until(w, lambda s: [t["state"] for t in s["tasks"]] == ["RUNNING"], "a")
-            again = await eos(w, "connectors", "apply", str(file))
-            assert again.out == "nothing to change\n"
-            config = json.loads((await eos(w, "connectors", "describe", "a", "--json")).out)
-            await anyio.sleep(1)
-    assert starts() == 2
+    async with running_worker(wprops) as w:
+        assert (await eos(w, "connectors", "apply", str(file))).out == "created connector a\n"
+        await until(w, running, "a")
+        declare(1)
+        planned = await eos(w, "connectors", "apply", str(file), "--dry-run")
+        assert planned.out.splitlines() == ["update a from a.json", "restart a from a.json"]
+        applied = await eos(w, "connectors", "apply", str(file))
+        assert applied.out.splitlines() == ["updated connector a", "restarted connector a"]
+        with anyio.fail_after(30):
+            while await restarts() != {"connector": 1, "task 0": 1}:  # noqa: ASYNC110
+                await anyio.sleep(0.2)
+        await until(w, running, "a")
+        assert (await eos(w, "connectors", "apply", str(file))).out == "nothing to change\n"
+        config = json.loads((await eos(w, "connectors", "describe", "a", "--json")).out)
+        await anyio.sleep(1)
+    assert await restarts() == {"connector": 1, "task 0": 1}
     assert config["config"]["declared.restart"] == "1"
 
 
