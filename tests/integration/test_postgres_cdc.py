@@ -18,6 +18,7 @@ import pytest
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
+from services.cli import parser
 from services.connectors.postgres_cdc.pgoutput import parse_lsn
 from services.dev_registry import RegistryState
 from tests.integration.jdbc_helpers import committed
@@ -241,6 +242,13 @@ async def test_bad_setups_fail_with_one_reason(
     assert PASSWORD not in trace
 
 
+def eos(*argv: str) -> int:
+    """The command as ``eos`` runs it, without ``services.cli.main``'s logging set-up (which
+    would cache loggers for the rest of this test process, out of ``capture_logs``' reach)."""
+    args = parser().parse_args(list(argv))
+    return int(args.func(args))
+
+
 def test_the_privileges_command_names_what_the_user_lacks(
     postgres: PostgresServer,
     unique_name: Callable[[str], str],
@@ -249,8 +257,6 @@ def test_the_privileges_command_names_what_the_user_lacks(
 ) -> None:
     """``eos cdc privileges FILE``: each privilege of the plan granted or missing with the
     statement that grants it (exit 1), then, once an administrator ran those, all granted."""
-    from services.cli import main
-
     db = postgres.database("cdc")
     with postgres.connect(db) as conn:
         conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
@@ -262,7 +268,7 @@ def test_the_privileges_command_names_what_the_user_lacks(
     file = tmp_path / "cdc.json"
     file.write_text(json.dumps({"name": name, "config": config}))
 
-    assert main(["cdc", "privileges", str(file)]) == 1
+    assert eos("cdc", "privileges", str(file)) == 1
     lines = capsys.readouterr().out.splitlines()
     missing = sorted(line.split(":", 2)[-1].strip() for line in lines if line.startswith("missing"))
     assert missing == sorted([
@@ -276,12 +282,12 @@ def test_the_privileges_command_names_what_the_user_lacks(
     with postgres.connect(db, admin=True) as conn:
         for statement in missing:
             conn.execute(statement.split(" -- ")[0])
-    assert main(["cdc", "privileges", str(file)]) == 0
+    assert eos("cdc", "privileges", str(file)) == 0
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("missing")]
 
     wrong = {**config, "database.password": "not-the-password"}
     file.write_text(json.dumps({"name": name, "config": wrong}))
-    assert main(["cdc", "privileges", str(file)]) == 2
+    assert eos("cdc", "privileges", str(file)) == 2
     said = capsys.readouterr().err
     assert said.startswith("error: cannot log in to PostgreSQL")
     assert "wrong database.user or database.password" in said

@@ -202,7 +202,7 @@ def test_a_certificate_file_names_the_principal_before_inline_pem(tmp_path: Path
 def test_the_plan_of_a_connector_on_another_cluster_is_printed_per_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from services.cli import main
+    from services.cli import parser
 
     workers = tmp_path / "worker.properties"
     workers.write_text(
@@ -214,7 +214,8 @@ def test_the_plan_of_a_connector_on_another_cluster_is_printed_per_cluster(
         "name=c\nconnector.class=FileSource\ntopic=t\nfile=/tmp/x\n"
         "producer.override.bootstrap.servers=other:9092\n"
     )
-    assert main(["acls", "plan", str(workers), "--connector-config", str(conn)]) == 0
+    args = parser().parse_args(["acls", "plan", str(workers), "--connector-config", str(conn)])
+    assert args.func(args) == 0  # not cli.main: its logging set-up would outlive the test
     out = capsys.readouterr().out
     workers_part, other_part = out.split("# on the cluster at other:9092\n")
     assert workers_part.startswith("# on the cluster at k:9092\n")
