@@ -200,7 +200,7 @@ async def test_restart_resumes_without_duplicates(
     ("setup", "expected"),
     [
         ("missing-publication", "publication.autocreate.mode=disabled"),
-        ("no-replication", "lacks 3 privilege(s)"),
+        ("no-replication", "lacks 4 privilege(s)"),
         ("wrong-password", "wrong database.user or database.password"),
     ],
 )
@@ -234,6 +234,7 @@ async def test_bad_setups_fail_with_one_reason(
         user = extra["database_user"]
         for fix in (
             f'ALTER ROLE "{user}" REPLICATION;',
+            f'GRANT CREATE ON DATABASE "{db}" TO "{user}";',
             f'GRANT SELECT ON "public"."t" TO "{user}";',
             f'ALTER TABLE "public"."t" OWNER TO "{user}";',
         ):
@@ -274,6 +275,7 @@ def test_the_privileges_command_names_what_the_user_lacks(
     assert missing == sorted([
         f'ALTER ROLE "{user}" REPLICATION;',
         f'ALTER TABLE "public"."t" OWNER TO "{user}"; -- or create the publication as its owner',
+        f'GRANT CREATE ON DATABASE "{db}" TO "{user}";',
         f'GRANT SELECT ON "public"."t" TO "{user}";',
     ])  # fmt: skip
     assert any(line.startswith(f"granted: CONNECT on database {db}") for line in lines)
@@ -284,6 +286,12 @@ def test_the_privileges_command_names_what_the_user_lacks(
             conn.execute(statement.split(" -- ")[0])
     assert eos("cdc", "privileges", str(file)) == 0
     assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("missing")]
+    # and they are enough: the user creates the publication itself
+    import psycopg
+
+    dsn = f"host=127.0.0.1 port={postgres.port} user={user} password=pw dbname={db}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE PUBLICATION "{config["publication.name"]}" FOR TABLE public.t')
 
     wrong = {**config, "database.password": "not-the-password"}
     file.write_text(json.dumps({"name": name, "config": wrong}))

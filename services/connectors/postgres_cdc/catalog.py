@@ -9,6 +9,7 @@ that fixes it, never the password.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -126,14 +127,33 @@ def slot_state(conn: Any, name: str) -> SlotState:
     return SlotState(True, row[0], parse_lsn(row[1]) if row[1] else None, row[2], row[3])
 
 
-def drop_slot(conn: Any, name: str) -> None:
-    """Drop slot ``name`` if it exists and nobody streams from it."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s AND NOT active",
-            (name,),
-        )
+DROP_WAIT_S = 10.0
+"""How long a stopping task waits for its slot's WAL sender to end before dropping it."""
+
+
+def drop_slot(conn: Any, name: str, wait: float = DROP_WAIT_S) -> bool:
+    """Drop slot ``name`` once nobody streams from it: the server ends the WAL sender of a
+    closed replication connection a moment later, so wait up to ``wait`` seconds for the
+    slot to go inactive. False if there is none, or it stays in use (someone else
+    streams from it)."""
+    import psycopg2
+
+    deadline = time.monotonic() + wait
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (name,))
+            row = cur.fetchone()
+            if row is None:
+                return False
+            if not row[0]:
+                try:
+                    cur.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+                except psycopg2.errors.ObjectInUse:  # taken again meanwhile: not ours
+                    return False
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def _matches(patterns: Sequence[str], name: str) -> bool:

@@ -7,7 +7,8 @@ Kafka's ACLs.
 For a user ``u`` capturing ``public.orders`` in database ``shop`` with the default
 ``publication.autocreate.mode=all_tables`` the plan reads: the REPLICATION attribute,
 CONNECT on ``shop``, USAGE on schema ``public``, SELECT on ``public.orders``, and a
-superuser to create the publication (or a publication made beforehand).
+superuser to create the publication (or a publication made beforehand); with
+``filtered``, CREATE on ``shop`` and ownership of ``public.orders`` instead.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ RULES: Final = (
          'GRANT USAGE ON SCHEMA "{schema}" TO "{user}";'),
     Rule("SELECT", "table {table}", "the snapshot (and the catalog of its columns)",
          'GRANT SELECT ON {quoted} TO "{user}";'),
+    Rule("CREATE", "database {db}", "creating the publication FOR TABLE",
+         'GRANT CREATE ON DATABASE "{db}" TO "{user}";', "filtered"),
     Rule("ownership", "table {table}", "creating the publication FOR TABLE",
          'ALTER TABLE {quoted} OWNER TO "{user}"; -- or create the publication as its owner',
          "filtered"),
@@ -67,7 +70,7 @@ RULES: Final = (
 )  # fmt: skip
 """Every privilege of the plan, one row of docs/cdc.md's table each."""
 
-_AUTOCREATE: Final = ("all_tables", "filtered", "disabled")
+_AUTOCREATE: Final = ("all_tables", "filtered")
 
 
 def plan(settings: CdcSettings, tables: Sequence[str], *, publication_exists: bool) -> list[Need]:
@@ -110,8 +113,8 @@ def _granted(cur: Any, need: Need, replication: bool) -> bool:
         return replication
     if need.privilege == "superuser":
         return False  # a superuser was answered before
-    if need.privilege == "CONNECT":
-        cur.execute("SELECT has_database_privilege(%s, 'CONNECT')", (name,))
+    if need.privilege in ("CONNECT", "CREATE"):
+        cur.execute("SELECT has_database_privilege(%s, %s)", (name, need.privilege))
     elif need.privilege == "USAGE":
         cur.execute("SELECT has_schema_privilege(%s, 'USAGE')", (name,))
     elif need.privilege == "SELECT":

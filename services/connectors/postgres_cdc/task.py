@@ -503,8 +503,11 @@ class PostgresCdcTask(SourceTask):
         self._reader = self._exporter = self._stream = None
         if self._catalog is not None:
             if settings is not None and settings.slot_drop_on_stop:
-                await self._blocking(catalog.drop_slot, self._catalog, settings.slot)
-                log.info("replication slot %s dropped (slot.drop.on.stop=true)", settings.slot)
+                if await self._blocking(catalog.drop_slot, self._catalog, settings.slot):
+                    log.info("replication slot %s dropped (slot.drop.on.stop=true)", settings.slot)
+                else:
+                    log.warning("replication slot %s not dropped: it is missing or still in "
+                                "use (slot.drop.on.stop=true)", settings.slot)  # fmt: skip
             await self._blocking(self._catalog.close)
             self._catalog = None
 
