@@ -32,13 +32,8 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from services.connectors.postgres_cdc.catalog import (
-        CdcSetupError,
-        connect,
-        selected,
-        user_tables,
-    )
-    from services.connectors.postgres_cdc.privileges import check, plan
+    from services.connectors.postgres_cdc.catalog import CdcSetupError, connect
+    from services.connectors.postgres_cdc.privileges import review
     from services.connectors.postgres_cdc.settings import CdcSettings
 
     connector, problems = read_connector(args.connector_config)
@@ -55,17 +50,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        with conn.cursor() as cur:
-            tables = selected(user_tables(cur), settings)
-            cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (settings.publication,))
-            exists = cur.fetchone() is not None
-        missing = check(conn, settings, tables)
+        found = review(conn, settings)
     finally:
         conn.close()
-    print(f"# {settings.user} capturing {len(tables)} table(s) of {settings.dbname}")
-    for need in plan(settings, tables, publication_exists=exists):
-        if need in missing:
+    print(f"# {settings.user} capturing {len(found.tables)} table(s) of {settings.dbname}")
+    for need in found.needs:
+        if need in found.missing:
             print(f"missing: {need.line()}")
         else:
             print(f"granted: {need.privilege} on {need.on} ({need.why})")
-    return 1 if missing else 0
+    return 1 if found.missing else 0

@@ -103,11 +103,9 @@ def check_server(conn: Any, settings: CdcSettings) -> None:
 def check_privileges(conn: Any, settings: CdcSettings) -> None:
     """Every privilege the user lacks to capture the selected tables, in one refusal with
     the statements that grant them (:mod:`~services.connectors.postgres_cdc.privileges`)."""
-    from services.connectors.postgres_cdc.privileges import check, refusal
+    from services.connectors.postgres_cdc.privileges import refusal, review
 
-    with conn.cursor() as cur:
-        tables = selected(user_tables(cur), settings)
-    missing = check(conn, settings, tables)
+    missing = review(conn, settings).missing
     if missing:
         raise CdcSetupError(refusal(settings, missing))
 

@@ -1,6 +1,6 @@
 """What PostgresCdcSource's database user needs, defined once: :data:`RULES` makes the
 table in docs/cdc.md (:func:`docs_table`), ``eos cdc privileges`` (:func:`plan`, then
-:func:`check` against the server) and the task's start-up refusal, which names every
+:func:`review` against the server) and the task's start-up refusal, which names every
 missing privilege with the statement that grants it, as ``eos acls plan|check`` does for
 Kafka's ACLs.
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from services.connectors.postgres_cdc.catalog import quoted
+from services.connectors.postgres_cdc.catalog import quoted, selected, user_tables
 from services.connectors.postgres_cdc.settings import CdcSettings
 
 
@@ -93,18 +93,29 @@ def plan(settings: CdcSettings, tables: Sequence[str], *, publication_exists: bo
     return needs
 
 
-def check(conn: Any, settings: CdcSettings, tables: Sequence[str]) -> list[Need]:
-    """The needs of :func:`plan` the server says the connection's user lacks."""
+@dataclass(frozen=True)
+class Review:
+    """What the server says of a user's privileges for this connector."""
+
+    tables: list[str]
+    """The tables it would capture (``table.include.list`` / ``table.exclude.list``)."""
+    needs: list[Need]
+    """The plan (:func:`plan`) for them."""
+    missing: list[Need]
+    """The needs the connection's user lacks."""
+
+
+def review(conn: Any, settings: CdcSettings) -> Review:
+    """The plan for the tables the connector would capture, and what the user lacks."""
     with conn.cursor() as cur:
+        tables = selected(user_tables(cur), settings)
         cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (settings.publication,))
         exists = cur.fetchone() is not None
         cur.execute("SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = current_user")
         superuser, replication = cur.fetchone() or (False, False)
-        return [
-            need
-            for need in plan(settings, tables, publication_exists=exists)
-            if not superuser and not _granted(cur, need, replication)
-        ]
+        needs = plan(settings, tables, publication_exists=exists)
+        missing = [n for n in needs if not superuser and not _granted(cur, n, replication)]
+    return Review(tables, needs, missing)
 
 
 def _granted(cur: Any, need: Need, replication: bool) -> bool:
