@@ -31,7 +31,10 @@ to leave (:func:`queued_for` tells): the caller then sends what is queued
 
 A version 12 Produce answered TRANSACTION_ABORTABLE (KIP-1050) fails its batch with
 :class:`~eos.errors.TransactionAbortable`: the task aborts (EndTxn v5 bumps the epoch, so
-the producer stays usable) and re-polls from its committed offsets.
+the producer stays usable) and re-polls from its committed offsets. An EndTxn answered
+UNKNOWN_SERVER_ERROR (a coordinator meeting an outside fence midway) is asked again, by
+the task and by the background sender alike (:func:`send_end_txn`), so that a fenced
+producer is told it is fenced instead of failing.
 
 What this relies on (the producer's ``_sender``, ``_txn_manager`` and
 ``_message_accumulator``, the sender's methods and handler classes, the transaction
@@ -167,6 +170,7 @@ async def start(producer: AIOKafkaProducer) -> bool:
         node, v2.ApiVersionsV3(), group=ConnectionGroup.COORDINATION
     )
     if not v2.supports_transaction_v2(response):
+        _sender_ends_with(producer, version2=False)
         return False
     _sender_speaks_version2(producer)
     return True
@@ -189,16 +193,23 @@ def _sender_speaks_version2(producer: AIOKafkaProducer) -> None:
         for tp in batches:
             sender._muted_partitions.remove(tp)
 
+    sender._do_add_partitions_to_txn = add_partitions
+    sender._send_produce_req = send_produce
+    _sender_ends_with(producer, version2=True)
+
+
+def _sender_ends_with(producer: AIOKafkaProducer, *, version2: bool) -> None:
+    """The background sender's EndTxn step: :func:`send_end_txn`, as the task's own."""
+    sender = producer._sender
+    txn = producer._txn_manager
+
     async def end(result: Any) -> None:
         await producer._message_accumulator.flush_for_commit()
         if txn.is_empty_transaction():
             txn.complete_transaction()
             return
-        node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
-        await _EndTxnV2Handler(sender, result).do(node)
+        await send_end_txn(sender, result, version2=version2)
 
-    sender._do_add_partitions_to_txn = add_partitions
-    sender._send_produce_req = send_produce
     sender._do_txn_commit = end
 
 
@@ -262,11 +273,38 @@ async def end_transaction(producer: AIOKafkaProducer, *, commit: bool, version2:
         txn.complete_transaction()
         return
     result: Any = TransactionResult.COMMIT if commit else TransactionResult.ABORT
+    await send_end_txn(sender, result, version2=version2)
+
+
+UNKNOWN_END_TXN_RETRIES = 5
+"""EndTxn answers of UNKNOWN_SERVER_ERROR asked again before the transaction fails.
+
+The transaction coordinator gives that answer when the request meets a state change it did
+not expect: an InitProducerId fencing the producer while its EndTxn is handled (the
+broker logs ``IllegalStateException: Preparing transaction state transition to ... while
+it already a pending state PREPARE_EPOCH_FENCE``). aiokafka, like the Java client, takes it
+as fatal, so a zombie fenced at that moment failed instead of being fenced. Asked again,
+the coordinator answers with the outcome: done (an EndTxn of the same epoch is
+idempotent), or fenced (the epoch moved on)."""
+
+
+async def send_end_txn(sender: Any, result: Any, *, version2: bool) -> None:
+    """EndTxn to the transaction coordinator until it answers: retried as aiokafka retries
+    (coordinator moved, concurrent transactions), UNKNOWN_SERVER_ERROR asked again up to
+    :data:`UNKNOWN_END_TXN_RETRIES` times, fatal answers (fenced) raised."""
+    end = _EndTxnV2Handler if version2 else EndTxnHandler
+    unknown = 0
     while True:
-        node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
-        end = _EndTxnV2Handler if version2 else EndTxnHandler
-        if await end(sender, result).do(node):
-            return
+        txn_id = sender._txn_manager.transactional_id
+        node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn_id)
+        try:
+            if await end(sender, result).do(node):
+                return
+        except kerrors.UnknownError:
+            unknown += 1
+            if unknown > UNKNOWN_END_TXN_RETRIES:
+                raise
+            await asyncio.sleep(sender._retry_backoff)
 
 
 class _ProduceV2Handler(SendProduceReqHandler):  # type: ignore[misc]

@@ -1,14 +1,20 @@
 """The hand-written codecs of transaction version 2's requests read and write what the
-request schemas (Kafka's message definitions) define."""
+request schemas (Kafka's message definitions) define; EndTxn's answers as the task reads
+them."""
 
 from __future__ import annotations
 
 from io import BytesIO
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
 from aiokafka import errors as kerrors
+from aiokafka.producer.transaction_manager import TransactionResult
 from aiokafka.protocol.api import RequestHeader_v2
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, UnsignedVarInt32
 
+from eos.kafka import aiokafka_private as private
 from eos.kafka import transactions_v2 as v2
 from eos.kafka.aiokafka_private import _ProduceV2Handler
 
@@ -131,3 +137,64 @@ def test_concurrent_transactions_on_a_produce_is_retried_other_errors_as_aiokafk
     assert handler._can_retry(kerrors.NotLeaderForPartitionError(), batch=None)
     assert not handler._can_retry(kerrors.MessageSizeTooLargeError(), batch=None)
     assert not handler._can_retry(kerrors.InvalidProducerEpoch(), batch=None)
+
+
+class _EndTxnTxn:
+    """What the EndTxn handlers read and call of aiokafka's transaction manager."""
+
+    transactional_id, producer_id, producer_epoch = "txn", 7, 3
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self._pid_and_epoch: Any = None
+        self._sequence_numbers: dict[Any, int] = {}
+
+    def complete_transaction(self) -> None:
+        self.completed += 1
+
+
+class _EndTxnSender:
+    """A transaction coordinator answering EndTxn with the scripted error codes."""
+
+    _retry_backoff = 0.0
+
+    def __init__(self, answers: list[int]) -> None:
+        self._txn_manager = _EndTxnTxn()
+        self.answers = answers
+        self.asked = 0
+        self.client = self
+
+    async def _find_coordinator(self, kind: Any, txn_id: str) -> int:
+        return 1
+
+    async def send(self, node: int, request: Any, group: Any = None) -> Any:
+        self.asked += 1
+        code = self.answers.pop(0)
+        return SimpleNamespace(error_code=code, producer_id=7, producer_epoch=4)
+
+    def _coordinator_dead(self, kind: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("version2", [False, True])
+async def test_an_end_txn_answered_unknown_server_error_is_asked_again(version2: bool) -> None:
+    """The coordinator answers UNKNOWN_SERVER_ERROR to an EndTxn that meets an outside
+    fence (InitProducerId) midway; asked again it says fenced, and the task is fenced
+    (not failed). Asked again and done, the commit is done; always unknown, it fails."""
+    fenced = private.PRODUCER_FENCED if version2 else kerrors.InvalidProducerEpoch.errno
+    unknown = kerrors.UnknownError.errno
+    commit: Any = TransactionResult.COMMIT
+
+    sender = _EndTxnSender([unknown, fenced])
+    with pytest.raises(kerrors.ProducerFenced):
+        await private.send_end_txn(sender, commit, version2=version2)
+    assert sender.asked == 2
+
+    sender = _EndTxnSender([unknown, unknown, 0])
+    await private.send_end_txn(sender, commit, version2=version2)
+    assert (sender.asked, sender._txn_manager.completed) == (3, 1)
+
+    sender = _EndTxnSender([unknown] * (private.UNKNOWN_END_TXN_RETRIES + 1))
+    with pytest.raises(kerrors.UnknownError):
+        await private.send_end_txn(sender, commit, version2=version2)
+    assert (sender.asked, sender._txn_manager.completed) == (6, 0)
