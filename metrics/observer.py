@@ -42,12 +42,18 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 
 from eos.runtime.observer import (
     AbortReason,
     FailureOutcome,
     NullTaskObserver,
+    ProducerStats,
     Rebalanced,
     TaskObserver,
 )
@@ -123,6 +129,8 @@ class PrometheusTaskObserver:
         self._open_duration = metrics.transaction_open_duration.labels(*c)
         self._commit_gauges: tuple[Gauge, Gauge, Gauge, Gauge] | None = None
         """min, max, avg size and last commit time: created by the first commit."""
+        self._producer: tuple[str, Callable[[], ProducerStats]] | None = None
+        """The running producer's client and its figures (read at scrape time)."""
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -266,6 +274,23 @@ class PrometheusTaskObserver:
         self._fenced_on_worker.inc()
 
     @_never_raises
+    def producer_started(self, client: str, stats: Callable[[], ProducerStats]) -> None:
+        if not self._closed:
+            self._producer = (client, stats)
+
+    @_never_raises
+    def producer_closed(self) -> None:
+        self._producer = None
+
+    def producer_stats(self) -> tuple[str, ProducerStats] | None:
+        """The running producer's client and figures, unless closed or superseded."""
+        producer = self._producer
+        if producer is None or self._closed or self._superseded:
+            return None
+        client, stats = producer
+        return client, stats()
+
+    @_never_raises
     def task_event(self, event: str, amount: int) -> None:
         with self._lock:
             if self._closed:
@@ -352,6 +377,7 @@ class PrometheusObserver:
         self._lock = threading.Lock()
         self._connector_states: Callable[[], Mapping[str, State]] = dict
         self.registry.register(_ConnectorStatus(lambda: self._connector_states()))
+        self.registry.register(_ProducerClients(self._producers))
         Info(
             "eos_build", "The eos release and what it runs on (always 1).", registry=self.registry
         ).info(
@@ -389,6 +415,17 @@ class PrometheusObserver:
         except Exception:
             _log.exception("metrics: task observer for %s/%s failed", connector, task_id)
             return NullTaskObserver()
+
+    def _producers(self) -> list[tuple[tuple[str, str], str, ProducerStats]]:
+        """Each task's running producer: (connector, task), client, figures."""
+        with self._lock:
+            owners = list(self._owners.values())
+        found = []
+        for observer in owners:
+            stats = observer.producer_stats()
+            if stats is not None:
+                found.append((observer.labels, *stats))
+        return found
 
     def _release(self, observer: PrometheusTaskObserver) -> None:
         """Forget a closed ``observer`` and remove its series if it still owns them."""
@@ -539,3 +576,78 @@ class _ConnectorStatus:
 
 
 CONNECTOR_STATUS = "eos_connector_status"
+
+
+_PRODUCER_LABELS = ("connector", "task", "client")
+
+
+class _ProducerClients:
+    """The task producers' client metrics (Java's ``producer-metrics``: record-send,
+    record-error, request-latency, batch-size, buffer), read from each running producer
+    at scrape time: aiokafka's counted by eos, librdkafka's from its statistics."""
+
+    def __init__(self, producers: Callable[[], list[tuple[tuple[str, str], str, ProducerStats]]]):
+        self._producers = producers
+
+    def _families(
+        self,
+    ) -> tuple[
+        CounterMetricFamily,
+        CounterMetricFamily,
+        SummaryMetricFamily,
+        SummaryMetricFamily,
+        GaugeMetricFamily,
+    ]:
+        labels = _PRODUCER_LABELS
+        return (
+            CounterMetricFamily(
+                "eos_task_producer_records_sent",
+                "Records the task's producer sent in Produce requests (a retried batch "
+                "counts again), as Java's record-send-total; since the producer started.",
+                labels=labels,
+            ),
+            CounterMetricFamily(
+                "eos_task_producer_record_errors",
+                "Records whose send failed, as Java's record-error-total.",
+                labels=labels,
+            ),
+            SummaryMetricFamily(
+                "eos_task_producer_request_latency_seconds",
+                "Round trips of the producer's requests (aiokafka: Produce requests; "
+                "librdkafka: every request, its brokers' rtt), as Java's request-latency.",
+                labels=labels,
+                unit="seconds",
+            ),
+            SummaryMetricFamily(
+                "eos_task_producer_batch_size_bytes",
+                "Bytes per record batch sent, as Java's batch-size.",
+                labels=labels,
+                unit="bytes",
+            ),
+            GaugeMetricFamily(
+                "eos_task_producer_buffered_bytes",
+                "Record bytes queued in the producer, not sent yet (Java: buffer-total-bytes "
+                "less buffer-available-bytes).",
+                labels=labels,
+                unit="bytes",
+            ),
+        )
+
+    def collect(self) -> list[Metric]:
+        sent, errors, latency, batches, buffered = families = self._families()
+        try:
+            producers = self._producers()
+        except Exception:  # a scrape never fails for these families: they are left empty
+            _log.exception("metrics: producer figures failed")
+            producers = []
+        for (connector, task), client, stats in producers:
+            labels = [connector, task, client]
+            sent.add_metric(labels, stats.records_sent)
+            errors.add_metric(labels, stats.record_errors)
+            latency.add_metric(labels, stats.requests, stats.request_seconds)
+            batches.add_metric(labels, stats.batches, stats.batch_bytes)
+            buffered.add_metric(labels, stats.buffered_bytes)
+        return list(families)
+
+    def describe(self) -> list[Metric]:
+        return list(self._families())

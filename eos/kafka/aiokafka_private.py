@@ -50,6 +50,9 @@ import asyncio
 import collections
 import contextvars
 import functools
+import time
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import aiokafka.client
@@ -169,18 +172,18 @@ async def start(producer: AIOKafkaProducer) -> bool:
     response = await producer.client.send(
         node, v2.ApiVersionsV3(), group=ConnectionGroup.COORDINATION
     )
-    if not v2.supports_transaction_v2(response):
-        _sender_ends_with(producer, version2=False)
-        return False
-    _sender_speaks_version2(producer)
-    return True
+    version2 = v2.supports_transaction_v2(response)
+    _sender_steps(producer, version2=version2)
+    return version2
 
 
-def _sender_speaks_version2(producer: AIOKafkaProducer) -> None:
-    """The background sender's steps that differ with transaction version 2: no
-    AddPartitionsToTxn, Produce v12, EndTxn v5 (for when it takes over)."""
+def _sender_steps(producer: AIOKafkaProducer, *, version2: bool) -> None:
+    """The background sender's steps (for when it takes over), as the task's own: Produce
+    counted (:func:`request_counts`), EndTxn through :func:`send_end_txn`; with transaction
+    version 2 no AddPartitionsToTxn, Produce v12 and EndTxn v5."""
     sender = producer._sender
     txn = producer._txn_manager
+    produce = _ProduceV2Handler if version2 else _CountedProduce
 
     async def add_partitions(tps: Any) -> bool:
         for tp in list(tps):
@@ -188,20 +191,10 @@ def _sender_speaks_version2(producer: AIOKafkaProducer) -> None:
         return True
 
     async def send_produce(node_id: int, batches: Any) -> None:
-        await _ProduceV2Handler(sender, batches).do(node_id)
+        await produce(sender, batches).do(node_id)
         sender._in_flight.remove(node_id)
         for tp in batches:
             sender._muted_partitions.remove(tp)
-
-    sender._do_add_partitions_to_txn = add_partitions
-    sender._send_produce_req = send_produce
-    _sender_ends_with(producer, version2=True)
-
-
-def _sender_ends_with(producer: AIOKafkaProducer, *, version2: bool) -> None:
-    """The background sender's EndTxn step: :func:`send_end_txn`, as the task's own."""
-    sender = producer._sender
-    txn = producer._txn_manager
 
     async def end(result: Any) -> None:
         await producer._message_accumulator.flush_for_commit()
@@ -210,6 +203,9 @@ def _sender_ends_with(producer: AIOKafkaProducer, *, version2: bool) -> None:
             return
         await send_end_txn(sender, result, version2=version2)
 
+    if version2:
+        sender._do_add_partitions_to_txn = add_partitions
+    sender._send_produce_req = send_produce
     sender._do_txn_commit = end
 
 
@@ -232,7 +228,7 @@ async def flush_transaction(producer: AIOKafkaProducer, *, version2: bool) -> No
     sender = producer._sender
     txn = producer._txn_manager
     accumulator = producer._message_accumulator
-    produce = _ProduceV2Handler if version2 else SendProduceReqHandler
+    produce = _ProduceV2Handler if version2 else _CountedProduce
     if version2:
         for tp in list(txn.partitions_to_add()):
             txn.partition_added(tp)
@@ -307,10 +303,71 @@ async def send_end_txn(sender: Any, result: Any, *, version2: bool) -> None:
             await asyncio.sleep(sender._retry_backoff)
 
 
-class _ProduceV2Handler(SendProduceReqHandler):  # type: ignore[misc]
+@dataclass
+class RequestCounts:
+    """What a producer's Produce requests carried, and their round trips (aiokafka keeps
+    no metrics): counted by the handlers of this module for the producers
+    :func:`request_counts` was asked about."""
+
+    requests: int = 0
+    seconds: float = 0.0
+    batches: int = 0
+    batch_bytes: int = 0
+    records: int = 0
+
+
+_counts: weakref.WeakKeyDictionary[Any, RequestCounts] = weakref.WeakKeyDictionary()
+"""By aiokafka sender (one per producer)."""
+
+
+def request_counts(producer: AIOKafkaProducer) -> RequestCounts:
+    """The producer's :class:`RequestCounts`, counted from now on (updated in place)."""
+    return _counts.setdefault(producer._sender, RequestCounts())
+
+
+def queued_bytes(producer: AIOKafkaProducer) -> int | None:
+    """Bytes of the batches waiting in the accumulator (None if they moved while counted:
+    read from another thread)."""
+    try:
+        queued = list(producer._message_accumulator._batches.values())
+        sizes: list[int] = [batch._builder.size() for batches in queued for batch in list(batches)]
+        return sum(sizes)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+class _CountedProduce(SendProduceReqHandler):  # type: ignore[misc]
+    """aiokafka's Produce handler (its retries and error mapping), counting what each
+    request carries and timing its round trip."""
+
+    sent_at = 0.0
+
+    def _count_request(self) -> None:
+        counts = _counts.get(self._sender)
+        if counts is not None:
+            counts.batches += len(self._batches)
+            for batch in self._batches.values():
+                counts.records += batch.record_count
+                counts.batch_bytes += len(batch.get_data_buffer())
+        self.sent_at = time.monotonic()
+
+    def create_request(self) -> Any:
+        self._count_request()
+        return super().create_request()
+
+    def handle_response(self, response: Any) -> None:
+        counts = _counts.get(self._sender)
+        if counts is not None:
+            counts.requests += 1
+            counts.seconds += time.monotonic() - self.sent_at
+        super().handle_response(response)
+
+
+class _ProduceV2Handler(_CountedProduce):
     """aiokafka's Produce handler (its retries and error mapping), speaking version 12."""
 
     def create_request(self) -> v2.ProduceV12:
+        self._count_request()
         topics: dict[str, list[tuple[int, bytes]]] = collections.defaultdict(list)
         for tp, batch in self._batches.items():
             topics[tp.topic].append((tp.partition, batch.get_data_buffer()))

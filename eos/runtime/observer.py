@@ -24,6 +24,26 @@ FailureOutcome = Literal["failed", "skipped", "dead_lettered"]
 was skipped (``errors.tolerance=all``), or skipped and written to the dead-letter topic."""
 
 
+@dataclass(frozen=True)
+class ProducerStats:
+    """A task producer's client figures, as the Java producer's metrics measure them
+    (``producer-metrics``): totals since the producer started, and what waits now.
+
+    ``records_sent``, ``batches`` and ``batch_bytes`` count what went out in Produce
+    requests (a retried batch counts again, as Java's record-send-total does);
+    ``record_errors`` the records whose send failed; ``requests`` and
+    ``request_seconds`` the Produce requests answered and their round trips;
+    ``buffered_bytes`` the record bytes queued in the client, not sent yet."""
+
+    records_sent: int = 0
+    record_errors: int = 0
+    requests: int = 0
+    request_seconds: float = 0.0
+    batches: int = 0
+    batch_bytes: int = 0
+    buffered_bytes: int = 0
+
+
 class TaskObserver(Protocol):
     def state_changed(self, state: State) -> None: ...
 
@@ -51,6 +71,13 @@ class TaskObserver(Protocol):
     def offset_commit_failed(self) -> None: ...
 
     def producer_fenced(self) -> None: ...
+
+    def producer_started(self, client: str, stats: Callable[[], ProducerStats]) -> None:
+        """The task's producer (``client``: aiokafka or librdkafka) started; ``stats`` reads
+        its figures (from the scrape's thread) until :meth:`producer_closed`."""
+
+    def producer_closed(self) -> None:
+        """The task's producer is closed: its figures are gone."""
 
     def task_event(self, event: str, amount: int) -> None:
         """The connector's task counted an event of its own (``context.count``)."""
@@ -176,6 +203,12 @@ class NullTaskObserver:
         pass
 
     def producer_fenced(self) -> None:
+        pass
+
+    def producer_started(self, client: str, stats: Callable[[], ProducerStats]) -> None:
+        pass
+
+    def producer_closed(self) -> None:
         pass
 
     def task_event(self, event: str, amount: int) -> None:

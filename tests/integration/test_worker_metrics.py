@@ -176,3 +176,49 @@ async def test_metrics_listeners_serves_metrics_on_its_own_port(
     }
     assert other.status_code == 404
     assert rest.status_code == 200
+
+
+@pytest.mark.parametrize("client", ["aiokafka", "librdkafka"])
+async def test_the_task_producers_client_metrics_count_what_they_sent(
+    client: str, bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+) -> None:
+    """eos_task_producer_*: what the task's producer sent, its requests and batches, for
+    both producers (librdkafka's from its statistics, asked for every second here, and served by the
+    scrape itself once the task is idle)."""
+    group, topic = unique_name("g"), unique_name("out")
+    records = 1500
+    connector = {
+        "name": "vs", "connector.class": "VerifiableSource", "tasks.max": "1",
+        "topic": topic, "partitions.per.task": "1", "records.per.partition": str(records),
+        "batch.size": "100", "throughput": "1000",
+        "producer.override.statistics.interval.ms": "1000",
+    }  # fmt: skip
+    labels = {"connector": "vs", "task": "0", "client": client}
+    async with running_worker(
+        worker_props(bootstrap, group, producer_client=client), [connector]
+    ) as w:
+        result = await verify(client_config, topic, records, 60, {})
+        assert result.ok(records)
+        with anyio.fail_after(20):  # librdkafka's statistics: every second
+            while True:
+                sent = scraped(await w.http.get("/metrics"), labels)
+                if sent["eos_task_producer_records_sent_total"] >= records:
+                    break
+                await anyio.sleep(0.5)
+    assert sent["eos_task_producer_record_errors_total"] == 0
+    assert sent["eos_task_producer_request_latency_seconds_count"] > 0
+    assert 0 < sent["eos_task_producer_request_latency_seconds_sum"] < 60
+    batches = sent["eos_task_producer_batch_size_bytes_count"]
+    assert 0 < batches <= sent["eos_task_producer_records_sent_total"]
+    assert sent["eos_task_producer_batch_size_bytes_sum"] > records * 20  # each value > 20 B
+    assert sent["eos_task_producer_buffered_bytes"] >= 0
+
+
+def scraped(answer: httpx.Response, labels: dict[str, str]) -> dict[str, float]:
+    """The eos_task_producer_* samples of ``labels`` in a scrape, by sample name."""
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.name.startswith("eos_task_producer_") and sample.labels == labels
+    }

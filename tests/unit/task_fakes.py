@@ -173,6 +173,10 @@ class FakeProducer:
     async def close(self) -> None:
         self.calls.append("close")
 
+    def stats(self) -> port.ProducerStats:
+        """What reached the broker, as the client's figures."""
+        return port.ProducerStats(records_sent=len(self.broker.records), requests=len(self.calls))
+
 
 class BrokerOffsets:
     """The offset reader: answers from what the broker committed (at the last refresh)."""

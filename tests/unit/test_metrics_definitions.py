@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import metrics
+from eos.runtime.observer import ProducerStats
 from eos.state import State
 from metrics import PrometheusObserver
 
@@ -18,6 +19,7 @@ ALLOWED_LABELS = {
     "version", "python", "aiokafka",  # eos_build_info: one series, set at start
     "group", "worker", "exactly_once_source_support",  # eos_worker_info: likewise
     "file", "outcome",  # eos_worker_connector_file_outcome: the files of connectors.dir
+    "client",  # eos_task_producer_*: aiokafka or librdkafka
 }  # fmt: skip
 NO_UNIT_OK = {  # names whose "unit" is a count of things, or that are ratios of them
     "eos_task_transaction_size_min",
@@ -38,6 +40,7 @@ def families() -> dict[str, tuple[str, set[str], str]]:
     task.transaction_committed(1, 0.0, 0.0)
     task.task_event("changed_files", 1)
     task.task_value("slot_lag_bytes", 1)
+    task.producer_started("aiokafka", ProducerStats)
     observer.fencing_round("c", 0.1, True)
     observer.task_count_record_written("c")
     observer.auto_restarted("c", 0, 1)

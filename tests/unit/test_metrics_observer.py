@@ -7,7 +7,7 @@ import logging
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from eos.runtime.observer import TaskObserver, WorkerObserver, rebalanced
+from eos.runtime.observer import ProducerStats, TaskObserver, WorkerObserver, rebalanced
 from eos.state import TASK_STATES, State
 from metrics import PrometheusObserver
 
@@ -422,3 +422,40 @@ def test_registry_can_be_passed_in() -> None:
     observer = PrometheusObserver(registry, process_metrics=False)
     assert observer.registry is registry
     assert total(registry, "eos_worker_rebalances_total") == 0
+
+
+def test_producer_figures_are_read_at_scrape_time_while_the_producer_runs(
+    observer: PrometheusObserver,
+) -> None:
+    reg = observer.registry
+    figures = ProducerStats(
+        records_sent=120, record_errors=2, requests=4, request_seconds=0.5,
+        batches=6, batch_bytes=6000, buffered_bytes=300,
+    )  # fmt: skip
+    labels = {"connector": "c", "task": "0", "client": "librdkafka"}
+    first = observer.task("c", 0)
+    assert value(reg, "eos_task_producer_records_sent_total", **labels) is None  # no producer
+    first.producer_started("librdkafka", lambda: figures)
+    assert value(reg, "eos_task_producer_records_sent_total", **labels) == 120
+    assert value(reg, "eos_task_producer_record_errors_total", **labels) == 2
+    assert value(reg, "eos_task_producer_request_latency_seconds_count", **labels) == 4
+    assert value(reg, "eos_task_producer_request_latency_seconds_sum", **labels) == 0.5
+    assert value(reg, "eos_task_producer_batch_size_bytes_sum", **labels) == 6000
+    assert value(reg, "eos_task_producer_buffered_bytes", **labels) == 300
+    figures = ProducerStats(records_sent=130)  # read again at the next scrape
+    assert value(reg, "eos_task_producer_records_sent_total", **labels) == 130
+    first.producer_closed()
+    assert value(reg, "eos_task_producer_records_sent_total", **labels) is None
+    first.producer_started("librdkafka", lambda: figures)
+    second = observer.task("c", 0)  # the task started again here: the old one is a zombie
+    assert value(reg, "eos_task_producer_records_sent_total", **labels) is None
+    second.producer_started("aiokafka", ProducerStats)
+    assert (
+        value(reg, "eos_task_producer_records_sent_total", **{**labels, "client": "aiokafka"}) == 0
+    )
+
+    def broken() -> ProducerStats:
+        raise RuntimeError("the producer is gone")
+
+    second.producer_started("aiokafka", broken)  # the scrape still answers
+    assert value(reg, "eos_task_state", connector="c", task="0", state="UNASSIGNED") == 0

@@ -428,6 +428,7 @@ class SourceTaskRunner(ABC):
             self.deps.producer_client, config, per_record=self._per_record, **fixed
         )
         self._producer = producer
+        self.deps.observer.producer_started(producer.client, producer.stats)
         try:
             await producer.start()
         except FencedError as exc:
@@ -436,6 +437,7 @@ class SourceTaskRunner(ABC):
     async def _close_producer(self) -> None:
         if self._producer is not None:
             producer, self._producer = self._producer, None
+            self.deps.observer.producer_closed()
             try:
                 await producer.close()
             except Exception as exc:

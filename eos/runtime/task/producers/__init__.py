@@ -15,6 +15,9 @@ from eos.runtime.task.producers.base import (
     ProducerFactory as ProducerFactory,
 )
 from eos.runtime.task.producers.base import (
+    ProducerStats as ProducerStats,
+)
+from eos.runtime.task.producers.base import (
     SegmentSent as SegmentSent,
 )
 from eos.runtime.task.producers.base import (

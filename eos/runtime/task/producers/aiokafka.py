@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from aiokafka import AIOKafkaProducer
@@ -54,6 +55,7 @@ from eos.runtime.task.producers.base import (
     OffsetRecords,
     Outgoing,
     ProducerClient,
+    ProducerStats,
     SegmentSent,
     SendFailed,
     bad_row,
@@ -80,8 +82,11 @@ class AiokafkaTaskProducer:
         self._producer: AIOKafkaProducer = make_producer(config, **fixed)
         self._transactional = fixed.get("transactional_id") is not None
         self._partitioner = KeyPartitioner()
-        self._pending: list[tuple[Outgoing, Any]] = []
-        """Queued batches: (the record or block of the first record, batch future)."""
+        self._pending: list[_Queued] = []
+        """Queued batches, in order."""
+        self._counts = private.request_counts(self._producer)
+        self._record_errors = 0
+        self._buffered = 0
         self._checked = 0
         """Batches before this index were acknowledged."""
         self._version2 = False
@@ -174,23 +179,48 @@ class AiokafkaTaskProducer:
     def check(self) -> None:
         pending = self._pending
         while self._checked < len(pending):
-            item, future = pending[self._checked]
-            if not future.done():
+            queued = pending[self._checked]
+            if not queued.future.done():
                 return
-            error = None if future.cancelled() else future.exception()
+            error = None if queued.future.cancelled() else queued.future.exception()
             if error is not None:
-                raise self._failed(item, error) from error
+                self._count_errors(pending[self._checked :])
+                raise self._failed(queued.item, error) from error
             self._checked += 1
 
     async def flush(self) -> None:
         if self._inline():  # nothing sends the transaction's batches but the task
             await self._call(private.flush_transaction(self._producer, version2=self._version2))
         pending, self._pending, self._checked = self._pending, [], 0
-        for item, future in pending:
+        for i, queued in enumerate(pending):
             try:
-                await future
+                await queued.future
             except Exception as exc:
-                raise self._failed(item, exc) from exc
+                self._count_errors(pending[i:])
+                raise self._failed(queued.item, exc) from exc
+
+    def _count_errors(self, queued: list[_Queued]) -> None:
+        """Count the records of the failed batches among ``queued`` (each once)."""
+        for entry in queued:
+            future = entry.future
+            if entry.records and future.done() and not future.cancelled() and future.exception():
+                self._record_errors += entry.records
+                entry.records = 0
+
+    def stats(self) -> ProducerStats:
+        counts = self._counts
+        queued = private.queued_bytes(self._producer)
+        if queued is not None:
+            self._buffered = queued
+        return ProducerStats(
+            records_sent=counts.records,
+            record_errors=self._record_errors,
+            requests=counts.requests,
+            request_seconds=counts.seconds,
+            batches=counts.batches,
+            batch_bytes=counts.batch_bytes,
+            buffered_bytes=self._buffered,
+        )
 
     async def send_offsets(self, topic: str, records: OffsetRecords) -> None:
         size = sum(len(key) + len(value or b"") + 64 for key, value in records)
@@ -198,7 +228,7 @@ class AiokafkaTaskProducer:
             await self._to_sender()
         for key, value in records:
             future = await self._call(self._producer.send(topic, key=key, value=value))
-            self._pending.append((offsets_item(topic), future))
+            self._pending.append(_Queued(offsets_item(topic), future, 1))
 
     async def commit(self) -> None:
         try:
@@ -250,12 +280,22 @@ class _Position(NamedTuple):
         return RecordMetadata(md.topic, md.partition, md.offset + self.position, md.timestamp)
 
 
+@dataclass
+class _Queued:
+    """A queued batch: the record or block of its first record, its future, its records
+    (0 once counted as failed)."""
+
+    item: Outgoing
+    future: Any
+    records: int
+
+
 class _SegmentSent(SegmentSent):
-    """Also the queued batches: (the record or block of the first record, batch future)."""
+    """Also the queued batches."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.batches: list[tuple[Outgoing, Any]] = []
+        self.batches: list[_Queued] = []
 
 
 _NO_HEADERS: Headers = []
@@ -451,7 +491,7 @@ class _Segment:
             )  # fmt: skip
         except Exception as exc:
             raise SendFailed(item, exc) from exc
-        self.sent.batches.append((item, future))
+        self.sent.batches.append(_Queued(item, future, 1))
         if self.per_record:
             assert isinstance(item, SourceRecord)
             self.sent.records.append((item, _Position(future, 0)))
@@ -464,7 +504,7 @@ class _Segment:
             future = await self.producer.send_batch(batch.builder, topic, partition=partition)
         except Exception as exc:
             raise SendFailed(batch.first, exc) from exc
-        self.sent.batches.append((batch.first, future))
+        self.sent.batches.append(_Queued(batch.first, future, batch.count))
         if batch.members is not None:
             self.sent.records += [(r, _Position(future, i)) for i, r in enumerate(batch.members)]
 

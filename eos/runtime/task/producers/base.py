@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from eos.api import RecordBlock, RecordMetadata, SourceRecord
+from eos.runtime.observer import ProducerStats as ProducerStats
 
 if TYPE_CHECKING:
     from eos.kafka.clients import ClientConfig
@@ -138,6 +139,9 @@ class TaskProducer(Protocol):
 
     async def close(self) -> None:
         """Release the client (after a failure too; never raises)."""
+
+    def stats(self) -> ProducerStats:
+        """The client's figures so far (cheap: read at every scrape, from another thread)."""
 
 
 class ProducerFactory(Protocol):

@@ -25,6 +25,9 @@ a key stick to one partition per send and topic, chosen here, as the aiokafka pr
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,6 +48,7 @@ from eos.runtime.task.producers.base import (
     OffsetRecords,
     Outgoing,
     ProducerClient,
+    ProducerStats,
     SegmentSent,
     SendFailed,
     bad_row,
@@ -54,6 +58,10 @@ from eos.runtime.task.producers.base import (
 from eos.runtime.task.producers.settings import librdkafka_settings
 
 log = structlog.get_logger(__name__)
+
+STATISTICS_INTERVAL_MS = 5000
+"""How often librdkafka hands over its statistics (the producer's client metrics), unless
+the connector's ``producer.override.statistics.interval.ms`` says otherwise."""
 
 SLICE_S = 0.5
 """Longest single blocking librdkafka call; calls that need longer are repeated."""
@@ -148,12 +156,14 @@ class LibrdkafkaTaskProducer:
         # A commit waits for everything queued: let an interval's worth of records queue
         # up (librdkafka's default, 100 000, makes a fast task wait for room).
         settings.setdefault("queue.buffering.max.messages", 1_000_000)
+        settings.setdefault("statistics.interval.ms", STATISTICS_INTERVAL_MS)
         settings.update(
             {
                 "enable.idempotence": True,
                 "partitioner": "murmur2_random",
                 "delivery.report.only.error": not per_record,
                 "error_cb": self._on_error,
+                "stats_cb": self._on_statistics,
             }
         )
         if transactional_id is not None:
@@ -168,6 +178,9 @@ class LibrdkafkaTaskProducer:
         self._fatal: KafkaError | None = None
         self._partitions: dict[str, tuple[float, int]] = {}
         """Partition count per topic, and when it was learnt."""
+        self._stats = ProducerStats()
+        self._record_errors = 0
+        """Failed records of transactions before the current one."""
 
     async def _count(self, topic: str) -> int:
         known = self._partitions.get(topic)
@@ -195,6 +208,33 @@ class LibrdkafkaTaskProducer:
             # topics) and picks the partition itself (-1).
             chosen = sticky[topic] = random.randrange(count) if count else -1
         return chosen
+
+    def _on_statistics(self, text: str) -> None:
+        """librdkafka's statistics (every ``statistics.interval.ms``, via poll): its totals
+        and current queue as they are; its windows (round trips, batch sizes) added up."""
+        try:
+            stats = json.loads(text)
+            rtt = [b["rtt"] for b in stats.get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
+            sizes = [t["batchsize"] for t in stats.get("topics", {}).values()]
+            old = self._stats
+            self._stats = ProducerStats(
+                records_sent=stats["txmsgs"],
+                requests=old.requests + sum(w["cnt"] for w in rtt),
+                request_seconds=old.request_seconds + sum(w["sum"] for w in rtt) / 1e6,
+                batches=old.batches + sum(w["cnt"] for w in sizes),
+                batch_bytes=old.batch_bytes + sum(w["sum"] for w in sizes),
+                buffered_bytes=stats["msg_size"],
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            log.debug("producer statistics not read", error=repr(exc))
+
+    def stats(self) -> ProducerStats:
+        """The figures of librdkafka's last statistics: served here too (poll is
+        thread-safe), or a task that stopped sending would show them as they were."""
+        with contextlib.suppress(Exception):  # closing: the last figures
+            self._producer.poll(0)
+        errors = self._record_errors + len(self._failures)
+        return dataclasses.replace(self._stats, record_errors=errors)
 
     def _on_error(self, err: KafkaError) -> None:
         """Client-level errors (librdkafka's own thread, via poll): keep a fatal one."""
@@ -439,7 +479,7 @@ class LibrdkafkaTaskProducer:
     async def commit(self) -> None:
         await self._blocking(self._producer.commit_transaction, "committing the transaction", None)
         self._serve()
-        self._failures.clear()
+        self._forget_failures()
 
     async def abort(self) -> None:
         # Deliver what was produced first: on a broker with transaction version 2 (Kafka
@@ -452,7 +492,12 @@ class LibrdkafkaTaskProducer:
             await self._blocking(self._producer.abort_transaction, "aborting the transaction", None)
         finally:
             self._serve()  # the purged records' reports
-            self._failures.clear()
+            self._forget_failures()
+
+    def _forget_failures(self) -> None:
+        """The transaction ended: its failed records stay counted."""
+        self._record_errors += len(self._failures)
+        self._failures.clear()
 
     async def close(self) -> None:
         producer = self._producer
