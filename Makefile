@@ -62,8 +62,9 @@ dashboards: $(STAMP) ## regenerate deploy/grafana/dashboards/*.json from their g
 kubernetes: $(STAMP) ## the Helm chart's copies of the alerts and dashboards, and the manifests it renders
 	$(BIN)/python deploy/kubernetes/build_manifests.py
 
-image: $(STAMP) ## the worker's container image eos:latest (podman; cached in .cache/image)
+image: $(STAMP) ## the worker's container images eos:latest and eos:slim (podman; cached in .cache/image)
 	$(BIN)/python deploy/image/build_image.py
+	$(BIN)/python deploy/image/build_image.py --variant slim
 
 clean: ## remove .venv and tool caches (keeps downloads in .cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

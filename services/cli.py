@@ -99,8 +99,17 @@ def _dev_kafka_user(kafka: dev_kafka.DevKafka, args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import importlib.util
+
     import anyio
 
+    missing = [m for m in ("pyspark", "pyarrow") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"error: eos run reads its sample with Spark, and {' and '.join(missing)} "
+              "is not installed here: install eos with the spark extra (pip install "
+              "'eos[spark]'), or run the eos:latest image (eos:slim has no Spark)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     from services.demo_run import demo_run
     from services.worker_service import tune_gc, tune_malloc
 

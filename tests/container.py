@@ -3,8 +3,8 @@
 when they are missing; containers run with podman as this machine needs (runc, lowered
 limits) and with the host's network, so they reach the session's broker on loopback.
 
-Use the ``eos_image`` fixture (import it into a test module); ``podman_run(image, ...)``
-gives the command line of a container.
+Use the ``eos_image`` and ``eos_slim_image`` fixtures (import them into a test module);
+``podman_run(image, ...)`` gives the command line of a container.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 from tests.scripts import load_script
 
 TAG = "localhost/eos:latest"
+SLIM_TAG = "localhost/eos:slim"
 
 
 def builder() -> ModuleType:
@@ -53,3 +54,9 @@ def stop(name: str, timeout: int = 30) -> None:
 def eos_image() -> str:
     """``localhost/eos:latest``, built from this checkout (minutes cold, a second warm)."""
     return cast(str, builder().build(TAG))
+
+
+@pytest.fixture(scope="session")
+def eos_slim_image() -> str:
+    """``localhost/eos:slim`` (no Spark, no JRE), built from this checkout."""
+    return cast(str, builder().build(SLIM_TAG, variant="slim"))

@@ -1,8 +1,8 @@
 """The session's slow builds, started in the background as soon as the tests are collected.
 
-helm (``go install``, about 4 minutes on 2 cores) and the worker's container image (a
-Debian base with mmdebstrap, then the worker's layers: about 3 minutes) are built once and
-cached in ``.cache/``; on a fresh checkout (CI) the tests that need them would wait for
+helm (``go install``, about 4 minutes on 2 cores) and the worker's container images (for
+each, a Debian base with mmdebstrap, then the worker's layers: about 3 minutes) are built
+once and cached in ``.cache/``; on a fresh checkout (CI) the tests that need them would wait for
 both builds in turn. When such tests are selected, :func:`start` builds them in processes
 of their own at the lowest CPU and I/O priority, so they take what the other tests leave
 idle (those mostly wait on brokers, workers and JVMs), and :func:`last` moves the tests
@@ -35,8 +35,9 @@ from tests import spark_cds
 from tests.scripts import REPO, load_script
 
 IMAGE_TAG = "localhost/eos:latest"
+SLIM_TAG = "localhost/eos:slim"
 HELM_TESTS = "test_kubernetes.py"
-IMAGE_FIXTURE = "eos_image"
+IMAGE_FIXTURES = ("eos_image", "eos_slim_image")
 SPARK_GLOBALS = ("SPARK", "SPARK_SETTINGS", "spark_resources")
 """A test module with one of these starts Spark (a worker's or its own session)."""
 
@@ -50,7 +51,7 @@ def _needs(item: pytest.Item) -> set[str]:
     needs = set()
     if item.path.name == HELM_TESTS:
         needs.add("helm")
-    if IMAGE_FIXTURE in getattr(item, "fixturenames", ()):
+    if set(IMAGE_FIXTURES) & set(getattr(item, "fixturenames", ())):
         needs.add("image")
     module = getattr(item, "module", None)
     if any(hasattr(module, name) for name in SPARK_GLOBALS):
@@ -74,8 +75,9 @@ def start(items: Sequence[pytest.Item], log_dir: Path) -> None:
     if "image" in needs:
         builder = load_script("deploy/image/build_image.py")
         builder.ensure_tools()
-        _spawn("image", f"import runpy; runpy.run_path('deploy/image/build_image.py',"
-               f" run_name='prebuild')['build']({IMAGE_TAG!r})", log_dir)  # fmt: skip
+        _spawn("image", f"import runpy; build = runpy.run_path('deploy/image/build_image.py',"
+               f" run_name='prebuild')['build']; build({IMAGE_TAG!r});"
+               f" build({SLIM_TAG!r}, variant='slim')", log_dir)  # fmt: skip
     if "spark-cds" in needs and not spark_cds.ARCHIVE.exists():
         _spawn("spark-cds", "from tests import spark_cds; spark_cds.build()", log_dir)
 

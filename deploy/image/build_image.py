@@ -1,21 +1,24 @@
-"""Builds the container image ``eos:latest`` of the worker (``make image``).
+"""Builds the container images of the worker (``make image``): ``eos:latest`` with every
+extra, ``eos:slim`` without Spark and without a JRE.
 
-    python deploy/image/build_image.py [--tag eos:latest] [--rebuild]
+    python deploy/image/build_image.py [--variant latest|slim] [--tag TAG] [--rebuild]
 
 No image can be pulled from a registry here, so the base is made from Debian packages:
 ``mmdebstrap`` writes a root file system of Debian bookworm with Python 3.11, a JRE for
-Spark and tini (from the Debian sources the machine's apt uses), ``podman import`` makes
-it an image. ``deploy/image/Containerfile`` adds eos and its dependencies, installed from
-wheels only: ``pip wheel`` puts eos and the versions this project's ``.venv`` runs into the
-build context (from ``$PIP_CACHE_DIR``, i.e. ``.cache/pip``, when they are there).
+Spark (not in slim) and tini (from the Debian sources the machine's apt uses),
+``podman import`` makes it an image. ``deploy/image/Containerfile`` adds eos and its
+dependencies, installed from wheels only: ``pip wheel`` puts eos and the versions this
+project's ``.venv`` runs into the build context (from ``$PIP_CACHE_DIR``, i.e.
+``.cache/pip``, when they are there).
 
-Slow steps run once. The base is keyed by a hash of its recipe and kept as
-``.cache/image/base-<key>.tar`` and as the image ``localhost/eos-base:<key>``; the worker
-image by a hash of the base key, the Containerfile, this file, the pinned versions and
-every file of ``eos/``, ``services/``, ``metrics/`` and ``pyproject.toml`` and
-``README.md``, tagged ``localhost/eos-build:<key>``. ``eos:latest`` is that image plus the
-labels of the source's git revision (a layer-less step of a second). With nothing
-changed a build takes a second or two; ``--rebuild`` starts from scratch.
+Slow steps run once. Each variant's base is keyed by a hash of its recipe and kept as
+``.cache/image/base-<variant>-<key>.tar`` and as the image ``localhost/eos-base-<variant>:<key>``;
+the worker image by a hash of the base key, the variant's extras, the Containerfile, this
+file, the pinned versions and every file of ``eos/``, ``services/``, ``metrics/`` and
+``pyproject.toml`` and ``README.md``, tagged ``localhost/eos-build-<variant>:<key>``.
+``eos:latest`` (``eos:slim``) is that image plus the labels of the source's git revision
+(a layer-less step of a second). With nothing changed a build takes a second or two;
+``--rebuild`` starts from scratch.
 
 podman, runc and mmdebstrap are installed from Debian when missing (needs root). podman
 runs with ``--runtime runc`` and lowered limits (``--ulimit nofile=1024:1024``): the
@@ -39,13 +42,38 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / "deploy" / "image"
 CACHE = Path(os.environ.get("EOS_CACHE_DIR") or REPO / ".cache") / "image"
 CONTAINERFILE = HERE / "Containerfile"
 SUITE = "bookworm"
-PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "tini", "ca-certificates")
+
+
+class Variant(NamedTuple):
+    """An image of the worker: its Debian packages and eos's extras."""
+
+    name: str
+    packages: tuple[str, ...]
+    extras: str
+    tag: str
+
+
+VARIANTS = {
+    "latest": Variant(
+        "latest",
+        ("python3", "python3-venv", "openjdk-17-jre-headless", "tini", "ca-certificates"),
+        "spark,delta,iceberg,librdkafka,formats,cdc",
+        "eos:latest",
+    ),
+    # No Spark and no JRE: VerifiableSource, FileSource, PostgresCdcSource, the formats,
+    # librdkafka and connectors installed with pip.
+    "slim": Variant(
+        "slim", ("python3", "python3-venv", "tini", "ca-certificates"),
+        "librdkafka,formats,cdc", "eos:slim",
+    ),
+}  # fmt: skip
 #: Documentation, manual pages and translations are left out of the base (~60 MB).
 DPKG_OPTIONS = (
     "path-exclude=/usr/share/doc/*",
@@ -56,7 +84,6 @@ DPKG_OPTIONS = (
 )
 #: openjdk's post-install script links its manual page: the directory must exist.
 SETUP_HOOK = 'mkdir -p "$1/usr/share/man/man1"'
-EXTRAS = "spark,delta,iceberg,librdkafka,formats,cdc"
 SOURCES = ("eos", "services", "metrics", "pyproject.toml", "README.md")
 PODMAN_RUN_FLAGS = (
     "--runtime",
@@ -138,9 +165,15 @@ def digest(*parts: str | bytes) -> str:
     return h.hexdigest()[:16]
 
 
-def base_key(sources: str) -> str:
-    recipe = {"suite": SUITE, "packages": PACKAGES, "dpkg": DPKG_OPTIONS, "hook": SETUP_HOOK}
+def base_key(sources: str, variant: Variant) -> str:
+    recipe = {
+        "suite": SUITE, "packages": variant.packages, "dpkg": DPKG_OPTIONS, "hook": SETUP_HOOK,
+    }  # fmt: skip
     return digest(json.dumps(recipe, sort_keys=True), sources)
+
+
+def base_ref(sources: str, variant: Variant) -> str:
+    return f"localhost/eos-base-{variant.name}:{base_key(sources, variant)}"
 
 
 def image_exists(ref: str) -> bool:
@@ -161,25 +194,25 @@ def prune(keep: str) -> None:
         subprocess.run(["podman", "rmi", ref], capture_output=True, check=False)
 
 
-def ensure_base(sources: str) -> str:
-    """The base image ``localhost/eos-base:<key>``, made if missing."""
-    key = base_key(sources)
-    ref = f"localhost/eos-base:{key}"
+def ensure_base(sources: str, variant: Variant) -> str:
+    """The base image ``localhost/eos-base-<variant>:<key>``, made if missing."""
+    ref = base_ref(sources, variant)
     if image_exists(ref):
         return ref
-    tar = CACHE / f"base-{key}.tar"
+    packages = variant.packages
+    tar = CACHE / f"base-{variant.name}-{base_key(sources, variant)}.tar"
     if not tar.exists():
         started = time.monotonic()
-        log(f"building the base root file system (Debian {SUITE}: {', '.join(PACKAGES)})")
+        log(f"building the base root file system (Debian {SUITE}: {', '.join(packages)})")
         ensure_tools(["mmdebstrap"])
-        for old in CACHE.glob("base-*.tar*"):
+        for old in CACHE.glob(f"base-{variant.name}-*.tar*"):
             old.unlink()
         list_file = CACHE / "debian.sources"
         list_file.write_text(sources)
         partial = tar.with_suffix(".partial")
         run(
             ["mmdebstrap", "--mode=root", "--variant=essential",
-             f"--include={','.join(PACKAGES)}",
+             f"--include={','.join(packages)}",
              *(f"--dpkgopt={o}" for o in DPKG_OPTIONS),
              "--aptopt=Apt::Install-Recommends \"false\"",
              f"--setup-hook={SETUP_HOOK}",
@@ -216,10 +249,14 @@ def source_files() -> list[Path]:
     return found
 
 
-def app_key(base: str, constraints: str) -> str:
+def app_key(base: str, constraints: str, variant: Variant) -> str:
     files = [f"{p.relative_to(REPO)}\0".encode() + p.read_bytes() for p in source_files()]
     builder = [CONTAINERFILE.read_bytes(), Path(__file__).read_bytes()]
-    return digest(base, constraints, *builder, *files)
+    return digest(base, constraints, variant.extras, *builder, *files)
+
+
+def app_ref(base: str, constraints: str, variant: Variant) -> str:
+    return f"localhost/eos-build-{variant.name}:{app_key(base, constraints, variant)}"
 
 
 def version() -> str:
@@ -230,10 +267,9 @@ def version() -> str:
     return found[1]
 
 
-def ensure_app(base: str, constraints: str) -> str:
-    """The worker image ``localhost/eos-build:<key>``, built if missing."""
-    key = app_key(base, constraints)
-    ref = f"localhost/eos-build:{key}"
+def ensure_app(base: str, constraints: str, variant: Variant) -> str:
+    """The worker image ``localhost/eos-build-<variant>:<key>``, built if missing."""
+    ref = app_ref(base, constraints, variant)
     if image_exists(ref):
         return ref
     started = time.monotonic()
@@ -245,14 +281,16 @@ def ensure_app(base: str, constraints: str) -> str:
     log("collecting the wheels of eos and its dependencies")
     run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
-         "-w", wheels, "-c", wheels / "constraints.txt", f"{REPO}[{EXTRAS}]"],
+         "-w", wheels, "-c", wheels / "constraints.txt", f"{REPO}[{variant.extras}]"],
         timeout=1200,
     )  # fmt: skip
-    log("building the worker image")
+    log(f"building the worker image ({variant.name})")
     run(
         ["podman", "build", *PODMAN_RUN_FLAGS, "--format", "docker", "--layers=false",
          "--build-arg", f"BASE={base}", "--build-arg", f"VERSION={version()}",
-         "--label", f"{LABEL_KEY}={key}", "-f", CONTAINERFILE, "-t", ref, context],
+         "--build-arg", f"EXTRAS={variant.extras}", "--build-arg", f"VARIANT={variant.name}",
+         "--label", f"{LABEL_KEY}={ref.rsplit(':', 1)[1]}", "-f", CONTAINERFILE,
+         "-t", ref, context],
         timeout=1800,
     )  # fmt: skip
     shutil.rmtree(context, ignore_errors=True)
@@ -309,24 +347,27 @@ def build_lock() -> Iterator[None]:
         yield
 
 
-def build(tag: str = "eos:latest", *, rebuild: bool = False) -> str:
-    """Build (or find) the image and tag it ``tag``; returns ``tag``."""
+def build(tag: str | None = None, *, variant: str = "latest", rebuild: bool = False) -> str:
+    """Build (or find) the image of ``variant`` and tag it ``tag`` (the variant's own tag
+    by default); returns the tag."""
+    chosen = VARIANTS[variant]
+    tag = tag or chosen.tag
     ensure_tools()
     with build_lock():
         sources = debian_sources()
         if rebuild:
-            for old in CACHE.glob("base-*.tar"):
+            for old in CACHE.glob(f"base-{chosen.name}-*.tar"):
                 old.unlink()
-            for ref in (f"localhost/eos-base:{base_key(sources)}", tag):
+            for ref in (base_ref(sources, chosen), tag):
                 subprocess.run(["podman", "rmi", "--force", ref], capture_output=True, check=False)
-        base = ensure_base(sources)
+        base = ensure_base(sources, chosen)
         constraints = pinned_versions()
         if rebuild:
             subprocess.run(
-                ["podman", "rmi", "--force", f"localhost/eos-build:{app_key(base, constraints)}"],
+                ["podman", "rmi", "--force", app_ref(base, constraints, chosen)],
                 capture_output=True, check=False,
             )  # fmt: skip
-        app = ensure_app(base, constraints)
+        app = ensure_app(base, constraints, chosen)
         previous = image_id(tag)
         tag_latest(app, tag)
         if previous and previous != image_id(tag):  # untagged now: it holds its parents
@@ -338,12 +379,13 @@ def build(tag: str = "eos:latest", *, rebuild: bool = False) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tag", default="eos:latest")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="latest")
+    parser.add_argument("--tag", help="the image's tag (default: eos:latest, eos:slim)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the base and the image")
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
-        tag = build(args.tag, rebuild=args.rebuild)
+        tag = build(args.tag, variant=args.variant, rebuild=args.rebuild)
     except (ImageError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -446,3 +446,25 @@ def test_the_knobs_strimzi_users_reach_for(build: ModuleType, tmp_path: Path) ->
     for doc in rendered:
         if doc["kind"] not in CRDS:
             kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+
+
+def test_the_slim_image_with_the_memory_it_needs(build: ModuleType, tmp_path: Path) -> None:
+    """image.variant=slim: the slim tag of the chart's version unless a tag is given, and
+    the resources docs/deploy.md gives it; helm lint --strict and every object valid."""
+    values = tmp_path / "values.yaml"
+    slim = {"image": {"variant": "slim"},
+            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                          "limits": {"memory": "512Mi"}}}  # fmt: skip
+    values.write_text(yaml.safe_dump(slim))
+    rendered = [d for d in yaml.safe_load_all(build.render(values)) if d]
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    (container,) = pod(docs)["spec"]["containers"]
+    assert container["image"] == f"eos:{eos.__version__}-slim"
+    assert container["resources"] == slim["resources"]
+    for doc in rendered:
+        if doc["kind"] not in CRDS:
+            kubernetes_validate.validate(doc, VERSIONS[-1], strict=True)
+    assert "0 chart(s) failed" in build.helm("lint", "--strict", build.CHART, "-f", values)
+    values.write_text(yaml.safe_dump({"image": {"variant": "slim", "tag": "1.2.3-slim-amd64"}}))
+    assert 'image: "eos:1.2.3-slim-amd64"' in build.render(values)
+    assert f'image: "eos:{eos.__version__}"' in build.render()

@@ -30,10 +30,12 @@ Components: main
 def test_image_key_changes_with_base_versions_and_sources() -> None:
     build = builder()
     constraints = build.pinned_versions()
-    key = build.app_key("base", constraints)
-    assert key == build.app_key("base", constraints)
-    assert key != build.app_key("base", constraints + "extra==1\n")
-    assert key != build.app_key("other-base", constraints)
+    latest, slim = build.VARIANTS["latest"], build.VARIANTS["slim"]
+    key = build.app_key("base", constraints, latest)
+    assert key == build.app_key("base", constraints, latest)
+    assert key != build.app_key("base", constraints + "extra==1\n", latest)
+    assert key != build.app_key("other-base", constraints, latest)
+    assert key != build.app_key("base", constraints, slim)  # other extras
     names = {p.name for p in build.source_files()}
     assert {"worker_service.py", "pyproject.toml", "README.md"} <= names
     assert not any(p.suffix == ".pyc" for p in build.source_files())
@@ -53,7 +55,13 @@ def test_base_comes_from_the_machines_debian_sources(tmp_path: Path) -> None:
     sources = build.debian_sources(tmp_path)
     assert sources.count("Types: deb") == 2
     assert "vendor.example" not in sources
-    assert build.base_key(sources) != build.base_key(sources.replace("main", "main contrib"))
+    latest, slim = build.VARIANTS["latest"], build.VARIANTS["slim"]
+    assert build.base_key(sources, latest) != build.base_key(
+        sources.replace("main", "main contrib"), latest
+    )
+    assert build.base_key(sources, latest) != build.base_key(sources, slim)  # no JRE
+    assert "openjdk-17-jre-headless" not in slim.packages
+    assert not {"spark", "delta", "iceberg"} & set(slim.extras.split(","))
 
 
 def test_no_debian_source_is_one_clear_error(tmp_path: Path) -> None:

@@ -45,3 +45,12 @@ tlsConfig:
   {{- toYaml .Values.monitoring.tlsConfig | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/* The image tag when image.tag is empty: the chart's appVersion, "-slim" for slim. */}}
+{{- define "eos.defaultTag" -}}
+{{- if eq .Values.image.variant "slim" -}}
+{{ .Chart.AppVersion }}-slim
+{{- else -}}
+{{ .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
