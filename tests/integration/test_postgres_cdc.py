@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from eos.kafka import ClientConfig
@@ -411,17 +412,28 @@ async def test_a_column_added_mid_stream_is_a_new_avro_version(
             conn.execute("ALTER TABLE t ADD COLUMN b int")
             conn.execute("INSERT INTO t VALUES (3, 'three', 5)")
             conn.execute("UPDATE t SET b = 7 WHERE id = 1")
-        got = await anyio.to_thread.run_sync(_raw, bootstrap, topic, 4)
-    assert len(got) == 4
+            # NOT NULL: BACKWARD-compatible only through its default (Debezium's too)
+            conn.execute("ALTER TABLE t ADD COLUMN c text NOT NULL DEFAULT 'none'")
+            conn.execute("INSERT INTO t VALUES (4, 'four', 9, 'set')")
+        got = await anyio.to_thread.run_sync(_raw, bootstrap, topic, 5)
+    assert len(got) == 5
     values = [read_avro(dev_registry.url, topic, value) for _, value in got]
     keys = [read_avro(dev_registry.url, topic, key, key=True) for key, _ in got]
-    assert keys == [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 1}]
-    assert [v["op"] for v in values] == ["r", "c", "c", "u"]
+    assert keys == [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 1}, {"id": 4}]
+    assert [v["op"] for v in values] == ["r", "c", "c", "u", "c"]
     assert values[1]["after"] == {"id": 2, "a": "two"}
     assert values[2]["after"] == {"id": 3, "a": "three", "b": 5}
     assert values[3]["after"] == {"id": 1, "a": "one", "b": 7}
+    assert values[4]["after"] == {"id": 4, "a": "four", "b": 9, "c": "set"}
     assert schema_id(got[1][1]) != schema_id(got[2][1])
     assert schema_id(got[2][1]) == schema_id(got[3][1])
+    url = f"{dev_registry.url}/schemas/ids/{schema_id(got[4][1])}"
+    latest = (await anyio.to_thread.run_sync(httpx.get, url)).json()
+    before = next(f for f in json.loads(latest["schema"])["fields"] if f["name"] == "before")
+    row = next(t for t in before["type"] if isinstance(t, dict))  # "after" names it
+    column = next(f for f in row["fields"] if f["name"] == "c")
+    assert column["default"] == "none"
+    assert column["type"] == {"type": "string", "connect.default": "none"}  # as Connect's
 
 
 async def test_heartbeats_move_the_slot_while_the_tables_are_quiet(

@@ -16,6 +16,7 @@ from services.connectors.postgres_cdc.catalog import CatalogColumn
 from services.connectors.postgres_cdc.column_types import (
     ColumnType,
     column_schema,
+    default_text,
     map_type,
     parse_array,
 )
@@ -244,3 +245,41 @@ def test_the_docs_table_of_privileges_is_generated() -> None:
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "cdc.md"
     assert docs_table() in doc.read_text()
+
+
+def test_column_defaults_that_are_constants_as_the_server_prints_them() -> None:
+    assert default_text("'abc'::text") == "abc"
+    assert default_text("'it''s'::character varying") == "it's"
+    assert default_text("42") == "42"
+    assert default_text("(-1)") == "-1"
+    assert default_text("'1.5'::numeric") == "1.5"
+    assert default_text("1.5") == "1.5"
+    assert default_text("true") == "t"
+    assert default_text("'2024-02-29'::date") == "2024-02-29"
+    assert default_text("'{1,2}'::integer[]") == "{1,2}"
+    for expression in (None, "now()", "nextval('t_id_seq'::regclass)", "NULL::text",
+                       "('a'::text || 'b'::text)", "CURRENT_TIMESTAMP"):  # fmt: skip
+        assert default_text(expression) is None, expression
+
+
+def test_a_not_null_columns_constant_default_is_its_schemas_default() -> None:
+    """Debezium's column defaults, for NOT NULL columns: a column added with a DEFAULT
+    keeps the registry's BACKWARD compatibility. A nullable column's default is left out
+    (Connect's converters would write its NULLs as the default)."""
+    columns = [
+        CatalogColumn("id", ColumnType("int4", -1), False, 1, "integer", "nextval('s')"),
+        CatalogColumn("n", ColumnType("int8", -1), False, 0, "bigint", "'7'::bigint"),
+        CatalogColumn("s", ColumnType("varchar", -1), False, 0, "character varying", "'x'"),
+        CatalogColumn("b", ColumnType("bool", -1), False, 0, "boolean", "false"),
+        CatalogColumn("d", ColumnType("date", -1), False, 0, "date", "'1970-01-11'::date"),
+        CatalogColumn("p", ColumnType("numeric", (5 << 16) + 2 + 4), False, 0, "numeric", "1.5"),
+        CatalogColumn("t", ColumnType("timestamptz", -1), False, 0, "timestamptz", "now()"),
+        CatalogColumn("maybe", ColumnType("text", -1), True, 0, "text", "'y'::text"),
+        CatalogColumn("bad", ColumnType("int4", -1), False, 0, "integer", "'x'::integer"),
+    ]
+    shape = TableShape("shop", "db", "public.t", columns, "1.0.0")
+    defaults = {f.name: f.schema.default for f in shape.value_schema.fields}
+    assert defaults == {
+        "id": None, "n": 7, "s": "x", "b": False, "d": 10, "p": decimal.Decimal("1.50"),
+        "t": None, "maybe": None, "bad": None,
+    }  # fmt: skip

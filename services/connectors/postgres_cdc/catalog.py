@@ -33,6 +33,9 @@ class CatalogColumn:
     """1-based position in the primary key; 0 when not part of it."""
     sql_type: str = "text"
     """The type as SQL names it (``format_type``), for casts."""
+    default: str | None = None
+    """The column's DEFAULT expression as the server prints it (``pg_get_expr``), if any
+    (a generated column's expression is not a default)."""
 
 
 @dataclass(frozen=True)
@@ -256,11 +259,13 @@ def table_columns(conn: Any, name: str) -> list[CatalogColumn]:
                         - array_lower(i.indkey::int2[], 1) + 1, 0),
                    (SELECT array_agg(enumlabel ORDER BY enumsortorder) FROM pg_enum
                      WHERE enumtypid = coalesce(e.oid, t.oid)),
-                   format_type(a.atttypid, NULL)
+                   format_type(a.atttypid, NULL),
+                   CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END
             FROM pg_attribute a
             JOIN pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
             LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
             ORDER BY a.attnum
             """,
@@ -274,6 +279,7 @@ def table_columns(conn: Any, name: str) -> list[CatalogColumn]:
             nullable,
             key,
             sql_type,
+            default,
         )
-        for column, type_name, typmod, nullable, array, key, labels, sql_type in rows
+        for column, type_name, typmod, nullable, array, key, labels, sql_type, default in rows
     ]

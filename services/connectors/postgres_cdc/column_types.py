@@ -331,6 +331,36 @@ def parse_array(text: str) -> list[str | None]:
     return items
 
 
-def column_schema(mapped: Mapped, nullable: bool) -> Schema:
+_NO_DEFAULT = object()
+
+
+def column_schema(mapped: Mapped, nullable: bool, default: Any = _NO_DEFAULT) -> Schema:
     builder = mapped.builder()
-    return (builder.optional() if nullable else builder).build()
+    if nullable:
+        builder.optional()
+    if default is not _NO_DEFAULT:
+        builder.default(default)
+    return builder.build()
+
+
+_QUOTED = re.compile(r"'((?:[^']|'')*)'(?:::[\w .\"\[\]()]+)?")
+_NUMBER = re.compile(r"\(?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\)?(?:::[\w .\"()]+)?")
+
+
+def default_text(expression: str | None) -> str | None:
+    """The constant a column's DEFAULT expression (as ``pg_get_expr`` prints it) stands
+    for, in the text the server sends for such a value; None for no default, a NULL one,
+    or an expression (``now()``, ``nextval(...)``: Debezium evaluates none either).
+
+    ``'abc'::text`` is ``abc`` (quotes doubled inside), ``42``, ``(-1)`` and
+    ``'1.5'::numeric`` are numbers, ``true``/``false`` are ``t``/``f``."""
+    if expression is None:
+        return None
+    text = expression.strip()
+    if text in ("true", "false"):
+        return text[0]
+    quoted = _QUOTED.fullmatch(text)
+    if quoted:
+        return quoted[1].replace("''", "'")
+    number = _NUMBER.fullmatch(text)
+    return number[1] if number else None

@@ -17,7 +17,12 @@ from typing import Any
 from eos.api import Schema, SchemaBuilder, SourceRecord, Struct
 from eos.api.schema import OPTIONAL_STRING_SCHEMA
 from services.connectors.postgres_cdc.catalog import CatalogColumn
-from services.connectors.postgres_cdc.column_types import Mapped, column_schema, map_type
+from services.connectors.postgres_cdc.column_types import (
+    Mapped,
+    column_schema,
+    default_text,
+    map_type,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +94,24 @@ class _Column:
         return self.mapped.parser(self.schema)
 
 
+def _with_default(mapped: Mapped, column: CatalogColumn) -> Schema:
+    """The column's schema, with its DEFAULT as the schema's default when that is a
+    constant (Debezium's column defaults), the value the column's parser makes of it; for
+    NOT NULL columns only. A nullable column's default is left out: Connect's converters
+    write a null of a field that has a default as the default (Debezium's users turn that
+    off with ``ignore.default.for.nullables``), so a NULL row value would reach Kafka as
+    the default."""
+    schema = column_schema(mapped, column.nullable)
+    text = default_text(column.default)
+    if text is None or column.nullable:
+        return schema
+    try:
+        return column_schema(mapped, column.nullable, mapped.parser(schema)(text))
+    except Exception as exc:  # a constant this type's parser does not read: no default
+        log.debug("column default not used: %s %r (%s)", column.name, column.default, exc)
+        return schema
+
+
 class TableShape:
     """The schemas of one table's records and how to build them from column texts."""
 
@@ -107,7 +130,7 @@ class TableShape:
             if mapped is None:
                 self.unmapped.append(f"{column.name} ({column.type.name})")
                 continue
-            schema = column_schema(mapped, column.nullable)
+            schema = _with_default(mapped, column)
             self.columns.append(_Column(column.name, mapped, schema, column.key_position > 0))
         self._parse = [c.parse for c in self.columns]
         keyed = sorted((c for c in columns if c.key_position > 0), key=lambda c: c.key_position)

@@ -197,6 +197,12 @@ class PostgresCdcTask(SourceTask):
         shape = self._shapes.get(table)
         if shape is None or refresh:
             columns = await self._blocking(catalog.table_columns, self._catalog, table)
+            relation = next(
+                (r for r in self._relations.values() if f"{r.schema}.{r.table}" == table), None
+            )
+            if relation is not None:  # the columns the stream sends, not the catalog's now
+                by_name = {c.name: c for c in columns}
+                columns = [by_name[c.name] for c in relation.columns if c.name in by_name]
             shape = TableShape(
                 self._settings.prefix,
                 self._settings.dbname,
@@ -325,10 +331,9 @@ class PostgresCdcTask(SourceTask):
         elif isinstance(message, pgoutput.Commit):
             self._commit(message)
         elif isinstance(message, pgoutput.Relation):
-            old = self._relations.get(message.oid)
             self._relations[message.oid] = message
             name = f"{message.schema}.{message.table}"
-            if old is not None and old.columns != message.columns and name in self._shapes:
+            if name in self._shapes:  # the stream's columns now (a snapshot's were older)
                 await self._shape(name, refresh=True)
         elif isinstance(message, pgoutput.Insert | pgoutput.Update | pgoutput.Delete):
             await self._change(lsn, message)
