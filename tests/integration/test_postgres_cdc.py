@@ -203,6 +203,10 @@ async def test_restart_resumes_without_duplicates(
         ("missing-publication", "publication.autocreate.mode=disabled"),
         ("no-replication", "lacks 4 privilege(s)"),
         ("wrong-password", "wrong database.user or database.password"),
+        (
+            "unpublished-signals",
+            "lacks the signal table public.signals (signal.data.collection): ALTER PUBLICATION",
+        ),
     ],
 )
 async def test_bad_setups_fail_with_one_reason(
@@ -219,6 +223,12 @@ async def test_bad_setups_fail_with_one_reason(
     extra: dict[str, str] = {}
     if setup == "missing-publication":
         extra["publication_autocreate_mode"] = "disabled"
+    elif setup == "unpublished-signals":  # the publication exists without it
+        publication = f"{name}_pub".replace("-", "_")
+        with postgres.connect(db) as conn:
+            conn.execute("CREATE TABLE signals (id text PRIMARY KEY, type text, data text)")
+            conn.execute(f"CREATE PUBLICATION {publication} FOR TABLE t")
+        extra["signal_data_collection"] = "public.signals"
     elif setup == "no-replication":
         with postgres.connect(admin=True) as conn:
             conn.execute(f"CREATE ROLE {name.replace('-', '_')} LOGIN PASSWORD 'pw'")
@@ -526,3 +536,79 @@ async def test_the_slot_stays_unless_dropped_on_stop(
         slots = {row[0] for row in conn.execute("SELECT slot_name FROM pg_replication_slots")}
     assert configs[0]["slot.name"] in slots
     assert configs[1]["slot.name"] not in slots
+
+
+async def test_a_signal_snapshots_a_table_again_while_streaming_goes_on(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+) -> None:
+    """Debezium's signal table: an execute-snapshot row makes the connector read the
+    table again (op r, snapshot=incremental, several chunks) while updates, inserts and
+    deletes go on; every row's r image appears once, and replaying the topic in order
+    gives the table's final rows: no change lost, none doubled, none before its row's
+    image that the image already holds."""
+    db = postgres.database("cdc")
+    rows = 60
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL)")
+        conn.execute("CREATE TABLE signals (id text PRIMARY KEY, type text, data text)")
+        conn.execute(f"INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, {rows}) i")
+    name = unique_name("cdc")
+    topic = f"{name}.public.t"
+    await ensure_topic(client_config, topic, partitions=1)
+    config = cdc_config(
+        postgres, db, name, snapshot_mode="never", snapshot_fetch_size="7",
+        table_include_list="public.t", signal_data_collection="public.signals",
+    )  # fmt: skip
+    async with running_worker(worker_props(bootstrap, unique_name("g")), [config]) as worker:
+        await worker.wait_for_tasks(name, "RUNNING", 1)
+        with postgres.connect(db) as conn:
+            conn.execute("UPDATE t SET v = 'before' WHERE id = 1")
+        assert len(await anyio.to_thread.run_sync(wait_for, bootstrap, topic, 1)) == 1
+
+        def traffic() -> None:
+            with postgres.connect(db) as conn:
+                data = '{"data-collections": ["public.t"], "type": "incremental"}'
+                conn.execute("INSERT INTO signals VALUES ('s1', 'execute-snapshot', %s)", (data,))
+                for i in range(1, rows + 1, 3):
+                    conn.execute("UPDATE t SET v = v || '+' WHERE id = %s", (i,))
+                conn.execute("DELETE FROM t WHERE id = 2")
+                conn.execute(f"INSERT INTO t VALUES ({rows + 1}, 'late')")
+
+        await anyio.to_thread.run_sync(traffic)
+        with anyio.fail_after(90):
+            while True:
+                got = await anyio.to_thread.run_sync(wait_for, bootstrap, topic, 1, 5)
+                images = [v for _, _, v in got if v is not None and v["op"] == "r"]
+                if len(images) >= rows and any(
+                    v is not None and v["after"] and v["after"]["id"] == rows + 1 for _, _, v in got
+                ):
+                    break
+                await anyio.sleep(0.5)
+        status = await worker.status(name)
+        assert status["tasks"][0]["state"] == "RUNNING"
+    images = [v for _, _, v in got if v is not None and v["op"] == "r"]
+    read_ids = sorted(v["after"]["id"] for v in images)
+    assert len(read_ids) == len(set(read_ids))  # each row's image once
+    assert set(read_ids) >= set(range(1, rows + 1)) - {2}  # 2 may be deleted before its read
+    assert {v["source"]["snapshot"] for v in images} == {"incremental"}
+    replayed: dict[int, str] = {}
+    for _, key, value in got:
+        if value is None:
+            continue
+        if value["op"] == "d":
+            replayed.pop(key["id"], None)
+        else:
+            replayed[key["id"]] = value["after"]["v"]
+    with postgres.connect(db) as conn:
+        table = dict(conn.execute("SELECT id, v FROM t").fetchall())
+    assert replayed == table
+    for i in range(4, rows + 1, 3):  # updated once after the signal: in its image or after it
+        mine = [v for _, k, v in got if k == {"id": i} and v is not None]
+        ops = [v["op"] for v in mine]
+        if mine[0]["after"]["v"].endswith("+"):
+            assert ops == ["r"], (i, mine)  # committed before its chunk was read
+        else:
+            assert ops == ["r", "u"], (i, mine)  # after: written once, after the image

@@ -24,6 +24,7 @@ from services.connectors.postgres_cdc.envelope import Change, TableShape
 from services.connectors.postgres_cdc.position import Position, Read
 from services.connectors.postgres_cdc.privileges import docs_table, plan
 from services.connectors.postgres_cdc.settings import CdcSettings
+from services.connectors.postgres_cdc.task import signalled_tables
 
 
 def _tuple(*columns: str | None) -> bytes:
@@ -283,3 +284,41 @@ def test_a_not_null_columns_constant_default_is_its_schemas_default() -> None:
         "id": None, "n": 7, "s": "x", "b": False, "d": 10, "p": decimal.Decimal("1.50"),
         "t": None, "maybe": None, "bad": None,
     }  # fmt: skip
+
+
+def test_execute_snapshot_signals_name_captured_tables() -> None:
+    captured = ["public.a", "public.b", "sales.c"]
+
+    def signal(data: str, kind: str = "execute-snapshot") -> list[str]:
+        return signalled_tables({"id": "1", "type": kind, "data": data}, captured)
+
+    assert signal('{"data-collections": ["public.b", "public.a"]}') == ["public.a", "public.b"]
+    assert signal('{"data-collections": ["public\\\\..*"], "type": "INCREMENTAL"}') == [
+        "public.a", "public.b",
+    ]  # fmt: skip
+    assert signal('{"data-collections": ["other.x"]}') == []
+    assert signal('{"data-collections": ["public.a"], "type": "blocking"}') == []
+    assert signal("not json") == []
+    assert signal('{"data-collections": ["public.a"]}', kind="stop-snapshot") == []
+
+
+def test_a_requested_snapshot_rides_in_the_offset_until_it_is_read() -> None:
+    position = Position(lsn_commit=500, lsn=500)
+    assert position.request_snapshot(["public.a"])
+    offset = position.to_offset()
+    assert offset["snapshot"] == {
+        "tables": ["public.a"], "done": False, "table": 0, "after": None, "reads": [],
+        "incremental": True,
+    }  # fmt: skip
+    again = Position.from_offset(offset)
+    assert again is not None
+    assert (again.incremental, again.snapshot_done) == (True, False)
+    assert not again.request_snapshot(["public.b"])  # one at a time
+    again.start_snapshot(["ignored"], 600)  # as a restart does: the asked tables stay
+    assert again.tables == ["public.a"]
+    assert again.snapshot_moved(1, None)
+    again.stream_moved(550)
+    assert (again.filtering, again.incremental) == (True, True)  # before 600: checked
+    again.stream_moved(600)
+    assert (again.filtering, again.incremental) == (False, False)
+    assert "snapshot" not in again.to_offset()

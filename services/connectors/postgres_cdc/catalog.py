@@ -195,6 +195,12 @@ def ensure_publication(conn: Any, settings: CdcSettings) -> list[str]:
         )
         published = [row[0] for row in cur.fetchall()]
         wanted = selected(user_tables(cur), settings)
+    signals = settings.signal_table
+    if signals and signals not in published:
+        raise CdcSetupError(
+            f"publication {name} lacks the signal table {signals} "
+            f"(signal.data.collection): ALTER PUBLICATION {name} ADD TABLE {signals}"
+        )
     missing = [t for t in wanted if t not in published]
     if missing and settings.include:
         raise CdcSetupError(
@@ -228,6 +234,8 @@ def _create_publication(cur: Any, settings: CdcSettings) -> None:
             tables = selected(user_tables(cur), settings)
             if not tables:
                 raise CdcSetupError("table.include.list selects no table of the database")
+            if settings.signal_table and settings.signal_table not in tables:
+                tables.append(settings.signal_table)
             listed = ", ".join(quoted(t) for t in tables)
             cur.execute(f'CREATE PUBLICATION "{name}" FOR TABLE {listed}')
     except psycopg2.errors.InsufficientPrivilege as exc:

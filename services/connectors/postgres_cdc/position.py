@@ -51,6 +51,9 @@ class Position:
     table: int = 0
     after: KeyTexts | None = None
     reads: list[Read] = field(default_factory=list)
+    incremental: bool = False
+    """The snapshot under way was asked for by a signal while streaming (Debezium's
+    incremental snapshot): its rows say ``snapshot=incremental``."""
 
     @classmethod
     def from_offset(cls, offset: Mapping[str, Any] | None) -> Position | None:
@@ -68,6 +71,7 @@ class Position:
             table=int(snapshot.get("table", 0)),
             after=None if after is None else tuple(after),
             reads=[Read.from_json(r) for r in snapshot.get("reads", [])],
+            incremental=bool(snapshot.get("incremental", False)),
         )
 
     def to_offset(self) -> dict[str, Any]:
@@ -76,13 +80,26 @@ class Position:
             offset["txId"] = self.tx_id
         if self.events is not None:
             offset["events"] = self.events
-        if self.reads:
+        if self.reads or not self.snapshot_done:
             offset["snapshot"] = {
                 "tables": self.tables, "done": self.snapshot_done, "table": self.table,
                 "after": None if self.after is None else list(self.after),
                 "reads": [r.as_json() for r in self.reads],
             }  # fmt: skip
+            if self.incremental:
+                offset["snapshot"]["incremental"] = True
         return offset
+
+    def request_snapshot(self, tables: list[str]) -> bool:
+        """A signal asks for ``tables`` again while streaming: an incremental snapshot
+        from their start, to be read (:meth:`start_snapshot`) once this transaction is
+        written; carried in the offset, so a restart takes it. False while a snapshot is
+        under way or its rows still filter the stream (the signal is then ignored)."""
+        if not self.snapshot_done or self.reads or not tables:
+            return False
+        self.tables, self.table, self.after = list(tables), 0, None
+        self.snapshot_done, self.incremental = False, True
+        return True
 
     def start_snapshot(self, tables: list[str], lsn: int) -> None:
         """A new snapshot of ``tables`` as of slot position ``lsn`` (or the rest of one
@@ -111,6 +128,7 @@ class Position:
         position, nothing can be in a snapshot row any more and the reads are dropped."""
         if self.snapshot_done and self.reads and commit_lsn >= self.last_read_lsn():
             self.reads, self.tables, self.table, self.after = [], [], 0, None
+            self.incremental = False
 
     def reads_of(self, table: str) -> list[Read]:
         """The reads that cover rows of ``table`` (the one that covers its start first)."""

@@ -45,6 +45,10 @@ class ReplicationStream:
         self._behind_since: float | None = None
         """When the server's WAL first went past what Kafka holds (None: it has not)."""
 
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
     def open(self) -> None:
         from psycopg2.extras import LogicalReplicationConnection
 

@@ -150,6 +150,14 @@ class CdcSettings:
         "poll.interval.ms", Type.LONG, 500, Range(at_least=1), Importance.LOW,
         "How long a poll waits for changes at most.", _CAPTURE, convert=_seconds,
     )  # fmt: skip
+    signal_table: str = setting(
+        "signal.data.collection", Type.STRING, "", None, Importance.LOW,
+        "<schema>.<table> of Debezium's signal table (columns id, type, data; in the "
+        "publication): a row of type execute-snapshot with data {\"data-collections\": "
+        "[...]} snapshots those captured tables again while streaming goes on (an "
+        "incremental snapshot, exactly once; see docs/cdc.md). Empty: no signals.",
+        _CAPTURE,
+    )  # fmt: skip
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> CdcSettings:

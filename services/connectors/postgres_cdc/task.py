@@ -31,8 +31,10 @@ position so the slot moves on too.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -85,6 +87,40 @@ class _Transaction:
     events: int = 0
     part: int = 0
     records: list[SourceRecord] = dataclasses.field(default_factory=list)
+    snapshot_signals: list[str] = dataclasses.field(default_factory=list)
+    """Captured tables an execute-snapshot signal of this transaction asks for."""
+
+
+def signalled_tables(texts: Mapping[str, Any], captured: Sequence[str]) -> list[str]:
+    """The captured tables a signal-table row asks to snapshot (Debezium's
+    ``execute-snapshot``: ``data-collections`` names or regular expressions of
+    ``<schema>.<table>``), in capture order; [] for another signal or a bad one."""
+    if texts.get("type") != "execute-snapshot":
+        return []
+    try:
+        data = json.loads(texts.get("data") or "{}")
+        wanted = [str(name) for name in data.get("data-collections") or []]
+        kind = str(data.get("type") or "incremental").lower()
+    except (ValueError, AttributeError, TypeError):
+        log.warning("snapshot signal %s ignored: its data is not JSON with "
+                    "data-collections", texts.get("id"))  # fmt: skip
+        return []
+    if kind != "incremental":
+        log.warning("snapshot signal %s ignored: only incremental snapshots are taken "
+                    "(type %s)", texts.get("id"), kind)  # fmt: skip
+        return []
+    chosen = [t for t in captured if any(t == w or _fullmatch(w, t) for w in wanted)]
+    if not chosen:
+        log.warning("snapshot signal %s ignored: it names no captured table (%s)",
+                    texts.get("id"), ", ".join(wanted))  # fmt: skip
+    return chosen
+
+
+def _fullmatch(pattern: str, name: str) -> bool:
+    try:
+        return re.fullmatch(pattern, name) is not None
+    except re.error:
+        return False
 
 
 class PostgresCdcTask(SourceTask):
@@ -104,6 +140,8 @@ class PostgresCdcTask(SourceTask):
         self._last_commit_lsn: int | None = None
         self._last_heartbeat = time.monotonic()
         self._tables: list[str] = []
+        self._snapshot_asked = False
+        """A signal's incremental snapshot is to start once its transaction is written."""
 
     def version(self) -> str:
         return VERSION
@@ -174,6 +212,8 @@ class PostgresCdcTask(SourceTask):
         assert self._settings is not None
         assert self._stream is not None
         settings = self._settings
+        if self._stream.closed:  # stopped for an incremental snapshot
+            await self._blocking(self._stream.open)
         for attempt in range(settings.slot_max_retries + 1):
             try:
                 await self._blocking(self._stream.start, settings.slot, self._position.lsn)
@@ -244,12 +284,12 @@ class PostgresCdcTask(SourceTask):
                 done = position.snapshot_moved(position.table + 1, None)
             else:
                 done = position.snapshot_moved(position.table, shape.key_texts(rows[-1]))
-            change = Change(read_us, None, lsn, "true")
+            change = Change(read_us, None, lsn, "incremental" if position.incremental else "true")
             records = [
                 shape.record("r", None, shape.row(row), change, settings.partition, None)
                 for row in rows
             ]
-            if records and done:
+            if records and done and not position.incremental:
                 last = dataclasses.replace(change, snapshot="last")
                 records[-1] = shape.record(
                     "r", None, shape.row(rows[-1]), last, settings.partition, None
@@ -266,6 +306,26 @@ class PostgresCdcTask(SourceTask):
         self._context.count("snapshot_chunks")
         return list(records)
 
+    async def _start_incremental_snapshot(self) -> None:
+        """The snapshot a signal asked for: the stream stops at the signal's transaction
+        (already written); the tables are read as of a temporary slot's exported snapshot
+        (position ``Y``), chunk by chunk; the stream then starts again from the signal's
+        transaction and skips, for the rows read, the changes committed before ``Y``."""
+        assert self._settings is not None
+        assert self._stream is not None
+        settings = self._settings
+        self._snapshot_asked = False
+        await self._blocking(self._stream.close)  # a server would time out an idle stream
+        self._exporter = ReplicationStream(settings)
+        await self._blocking(self._exporter.open)
+        name = f"{settings.slot}_snapshot_{os.getpid()}"
+        new = await self._blocking(self._exporter.create_slot, name, True, True)
+        self._position.start_snapshot(self._position.tables, new.consistent_lsn)
+        log.info("incremental snapshot of %s as of %s", ", ".join(self._position.tables),
+                 pgoutput.lsn_text(new.consistent_lsn))  # fmt: skip
+        self._reader = await self._blocking(SnapshotReader, settings, new.snapshot)
+        self._phase = "snapshot"
+
     async def _end_snapshot(self) -> None:
         assert self._settings is not None
         assert self._reader is not None
@@ -275,7 +335,7 @@ class PostgresCdcTask(SourceTask):
             await self._blocking(self._exporter.close)
             self._exporter = None
         log.info("snapshot done")
-        if self._settings.snapshot_mode == "initial_only":
+        if self._settings.snapshot_mode == "initial_only" and not self._position.incremental:
             self._phase = "idle"
         else:
             await self._start_stream()
@@ -284,11 +344,16 @@ class PostgresCdcTask(SourceTask):
         assert self._settings is not None
         assert self._stream is not None
         settings = self._settings
+        if self._snapshot_asked and not self._ready:
+            await self._start_incremental_snapshot()
+            return await self._snapshot_chunk()
         messages = await self._blocking(
             self._stream.read, settings.max_batch_size, settings.poll_interval
         )
         for lsn, payload in messages:
             await self._handle(lsn, pgoutput.decode(payload))
+            if self._snapshot_asked:  # the rest comes again when the stream starts again
+                break
         if self._context is not None:
             lag_bytes, lag_seconds = self._stream.lag(time.monotonic())
             self._context.gauge("slot_lag_bytes", lag_bytes)
@@ -365,6 +430,14 @@ class PostgresCdcTask(SourceTask):
         position.tx_id, position.events = txn.begin.xid, None
         position.stream_moved(commit.commit_lsn)
         self._last_commit_lsn = commit.commit_lsn
+        if txn.snapshot_signals:
+            tables = [t for t in self._tables if t in txn.snapshot_signals]
+            if position.request_snapshot(tables):
+                self._snapshot_asked = True
+                log.info("incremental snapshot of %s asked for by a signal", ", ".join(tables))
+            else:
+                log.warning("snapshot signal for %s ignored: a snapshot is still under way",
+                            ", ".join(tables))  # fmt: skip
         if txn.records:
             if txn.part:
                 self._mark_part(txn, last=True)
@@ -391,6 +464,8 @@ class PostgresCdcTask(SourceTask):
             return
         relation = self._relations[message.oid]
         name = f"{relation.schema}.{relation.table}"
+        if name == self._settings.signal_table and isinstance(message, pgoutput.Insert):
+            txn.snapshot_signals += signalled_tables(_texts(relation, message.new), self._tables)
         if name not in self._tables:
             return
         shape = await self._shape(name)
