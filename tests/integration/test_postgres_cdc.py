@@ -518,6 +518,7 @@ async def test_the_slots_lag_is_a_metric(
             ]
             await anyio.sleep(0.5)
         assert re.search(r'eos_task_events_total{[^}]*event="snapshot_chunks"[^}]*} 1\.0', metrics)
+        assert gauge(metrics, "snapshot_tables") == gauge(metrics, "snapshot_tables_done") > 0
 
 
 async def test_the_slot_stays_unless_dropped_on_stop(

@@ -304,6 +304,8 @@ class PostgresCdcTask(SourceTask):
             self._context.transaction_context.commit_transaction(records[-1])
         self._context.count("snapshot_rows", len(records))
         self._context.count("snapshot_chunks")
+        self._context.gauge("snapshot_tables", len(position.tables))
+        self._context.gauge("snapshot_tables_done", min(position.table, len(position.tables)))
         return list(records)
 
     async def _start_incremental_snapshot(self) -> None:
