@@ -183,18 +183,11 @@ def _sender_steps(producer: AIOKafkaProducer, *, version2: bool) -> None:
     version 2 no AddPartitionsToTxn, Produce v12 and EndTxn v5."""
     sender = producer._sender
     txn = producer._txn_manager
-    produce = _ProduceV2Handler if version2 else _CountedProduce
 
     async def add_partitions(tps: Any) -> bool:
         for tp in list(tps):
             txn.partition_added(tp)
         return True
-
-    async def send_produce(node_id: int, batches: Any) -> None:
-        await produce(sender, batches).do(node_id)
-        sender._in_flight.remove(node_id)
-        for tp in batches:
-            sender._muted_partitions.remove(tp)
 
     async def end(result: Any) -> None:
         await producer._message_accumulator.flush_for_commit()
@@ -205,8 +198,24 @@ def _sender_steps(producer: AIOKafkaProducer, *, version2: bool) -> None:
 
     if version2:
         sender._do_add_partitions_to_txn = add_partitions
-    sender._send_produce_req = send_produce
+    count_produce_requests(producer, version2=version2)
     sender._do_txn_commit = end
+
+
+def count_produce_requests(producer: AIOKafkaProducer, *, version2: bool = False) -> None:
+    """The background sender's Produce step through this module's counted handlers
+    (:func:`request_counts`); for a producer without transactions too (an at-least-once
+    task's), whose sender may already run: it looks the step up for every request."""
+    sender = producer._sender
+    produce = _ProduceV2Handler if version2 else _CountedProduce
+
+    async def send_produce(node_id: int, batches: Any) -> None:
+        await produce(sender, batches).do(node_id)
+        sender._in_flight.remove(node_id)
+        for tp in batches:
+            sender._muted_partitions.remove(tp)
+
+    sender._send_produce_req = send_produce
 
 
 async def start_sender(producer: AIOKafkaProducer) -> None:

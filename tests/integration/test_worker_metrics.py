@@ -178,13 +178,20 @@ async def test_metrics_listeners_serves_metrics_on_its_own_port(
     assert rest.status_code == 200
 
 
-@pytest.mark.parametrize("client", ["aiokafka", "librdkafka"])
+@pytest.mark.parametrize(
+    ("client", "exactly_once"),
+    [("aiokafka", "enabled"), ("librdkafka", "enabled"), ("aiokafka", "disabled")],
+)
 async def test_the_task_producers_client_metrics_count_what_they_sent(
-    client: str, bootstrap: str, client_config: ClientConfig, unique_name: Callable[[str], str]
+    client: str,
+    exactly_once: str,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
 ) -> None:
     """eos_task_producer_*: what the task's producer sent, its requests and batches, for
-    both producers (librdkafka's from its statistics, asked for every second here, and served by the
-    scrape itself once the task is idle)."""
+    both producers (librdkafka's from its statistics, asked for every second here, and
+    served by the scrape itself once the task is idle), with and without transactions."""
     group, topic = unique_name("g"), unique_name("out")
     records = 1500
     connector = {
@@ -194,9 +201,10 @@ async def test_the_task_producers_client_metrics_count_what_they_sent(
         "producer.override.statistics.interval.ms": "1000",
     }  # fmt: skip
     labels = {"connector": "vs", "task": "0", "client": client}
-    async with running_worker(
-        worker_props(bootstrap, group, producer_client=client), [connector]
-    ) as w:
+    props = worker_props(
+        bootstrap, group, producer_client=client, exactly_once_source_support=exactly_once
+    )
+    async with running_worker(props, [connector]) as w:
         result = await verify(client_config, topic, records, 60, {})
         assert result.ok(records)
         with anyio.fail_after(20):  # librdkafka's statistics: every second

@@ -59,17 +59,22 @@ def test_image_declares_user_entrypoint_labels_and_health_check(eos_image: str) 
     print(f"image size: {image['Size'] / 1e6:.0f} MB")
 
 
+def shell(image: str, script: str) -> list[str]:
+    """The lines ``script`` prints, run by ``sh`` in a container of ``image``."""
+    done = subprocess.run(
+        podman_run(image, "-c", script, options=("--entrypoint", "sh")),
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return done.stdout.splitlines()
+
+
 def test_version_and_runtime(eos_image: str) -> None:
     script = (
         "java -version 2>&1 | head -1; python3 --version; id -u; eos --version; "
         # every documented feature: the Avro and Protobuf converters, CDC, librdkafka
         "python3 -c 'import fastavro, google.protobuf, psycopg2, confluent_kafka; print(1)'"
     )
-    done = subprocess.run(
-        podman_run(eos_image, "-c", script, options=("--entrypoint", "sh")),
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    java, python, uid, version, extras = done.stdout.splitlines()
+    java, python, uid, version, extras = shell(eos_image, script)
     assert extras == "1"
     assert '"17.' in java
     assert python.startswith("Python 3.11.")
@@ -202,11 +207,7 @@ def test_slim_has_no_spark_nor_jre_and_is_under_a_quarter_of_the_full_image(
         "eos --version; "
         "python3 -c 'import fastavro, google.protobuf, psycopg2, confluent_kafka; print(1)'"
     )
-    done = subprocess.run(
-        podman_run(eos_slim_image, "-c", script, options=("--entrypoint", "sh")),
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    assert done.stdout.splitlines() == ["no-java", "no-spark", f"eos {eos.__version__}", "1"]
+    assert shell(eos_slim_image, script) == ["no-java", "no-spark", f"eos {eos.__version__}", "1"]
     demo = subprocess.run(
         podman_run(eos_slim_image, "run", "--bootstrap-servers", "127.0.0.1:1"),
         capture_output=True, text=True, timeout=120, check=False,

@@ -105,6 +105,7 @@ class AiokafkaTaskProducer:
             self._version2 = await self._call(private.start(self._producer))
         else:
             await self._call(self._producer.start())
+            private.count_produce_requests(self._producer)
 
     @property
     def transaction_version(self) -> int:
