@@ -254,3 +254,111 @@ def _check_row_histories(table: str, got: list[tuple[int, Any, Any]]) -> None:
         first = versions[0]
         assert first is not None, (table, row, events)
         assert versions == list(range(first, first + len(versions))), (table, row, events)
+
+
+ROWS = 20_000
+
+
+def test_an_incremental_snapshot_resumes_after_a_sigkill(
+    postgres: PostgresServer,
+    bootstrap: str,
+    client_config: ClientConfig,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """A signal's incremental snapshot of 20 000 rows while a writer updates them; the
+    worker SIGKILLed mid-snapshot and started again: the snapshot goes on from its offset
+    (each row's image once), and every update appears once: before the signal, in or
+    after its row's image, never before the image it is already in."""
+    db = postgres.database("cdc_incremental")
+    with postgres.connect(db) as conn:
+        conn.execute("CREATE TABLE rows (id int PRIMARY KEY, version int NOT NULL)")
+        conn.execute("CREATE TABLE signals (id text PRIMARY KEY, type text, data text)")
+        conn.execute("INSERT INTO rows SELECT g, 1 FROM generate_series(1, %s) g", (ROWS,))
+    name = unique_name("cdc")
+    topic = f"{name}.public.rows"
+    anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=1))
+    props = {**worker_props(bootstrap, unique_name("g")), **QUICK_REJOIN}
+    config = cdc_config(
+        postgres, db, name, snapshot_mode="never", snapshot_fetch_size="250",
+        table_include_list="public.rows", signal_data_collection="public.signals",
+    )  # fmt: skip
+    worker = WorkerProcess(tmp_path, props, [config])
+    stop, failed = threading.Event(), []
+
+    def updates() -> None:
+        rng = random.Random(7)
+        try:
+            with postgres.connect(db) as conn:
+                while not stop.is_set():
+                    conn.execute(
+                        "UPDATE rows SET version = version + 1 WHERE id = %s",
+                        (rng.randint(1, ROWS),),
+                    )
+                    time.sleep(0.005)
+        except BaseException as exc:
+            failed.append(exc)
+
+    writer = threading.Thread(target=updates, daemon=True)
+    try:
+        worker.start()
+        worker.wait_running(name, 1, 120)
+        writer.start()
+        time.sleep(1)  # some updates streamed before the signal
+        streamed = end_offsets_or_zero(bootstrap, topic)
+        with postgres.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO signals VALUES ('s', 'execute-snapshot', %s)",
+                ('{"data-collections": ["public.rows"]}',),
+            )
+        deadline = time.monotonic() + 120
+        while end_offsets_or_zero(bootstrap, topic) < streamed + 2000:
+            assert time.monotonic() < deadline, worker.tail()
+            assert worker.alive(), worker.tail()
+            time.sleep(0.02)
+        worker.kill(signal.SIGKILL)
+        assert _images(bootstrap, topic) < ROWS, "the snapshot ended before the kill"
+        worker.start()
+        worker.wait_running(name, 1, 120)
+        deadline = time.monotonic() + 180
+        while _images(bootstrap, topic) < ROWS:
+            assert time.monotonic() < deadline, worker.tail()
+            assert worker.alive(), worker.tail()
+            time.sleep(0.5)
+        stop.set()
+        writer.join(10)
+        assert not failed, failed
+        with postgres.connect(db) as conn:
+            final = dict(conn.execute("SELECT id, version FROM rows").fetchall())
+        deadline = time.monotonic() + 60
+        while True:  # the stream catches up with the last updates
+            got = committed(bootstrap, topic)
+            replayed = {key["id"]: value["after"]["version"] for _, key, value in got}
+            if replayed == final or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+    finally:
+        stop.set()
+        worker.stop()
+    assert worker.starts == 2
+    assert replayed == final
+    history: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for _, key, value in got:
+        history[key["id"]].append((value["op"], value["after"]["version"]))
+    for row, events in history.items():
+        ops = [op for op, _ in events]
+        assert ops.count("r") == 1, (row, events)  # its image once
+        image = ops.index("r")
+        assert set(ops) - {"r"} <= {"u"}, (row, events)
+        versions = [version for _, version in events]
+        before, since = versions[:image], versions[image:]
+        assert before == list(range(2, 2 + len(before))), (row, events)  # streamed, in order
+        assert since == list(range(since[0], since[0] + len(since))), (row, events)
+        assert not before or since[0] >= before[-1], (row, events)  # the image holds them
+    assert len(history) == ROWS
+
+
+def _images(bootstrap: str, topic: str) -> int:
+    """The incremental snapshot's images committed so far."""
+    got = committed(bootstrap, topic) if end_offsets_or_zero(bootstrap, topic) else []
+    return sum(1 for _, _, v in got if v is not None and v["op"] == "r")
