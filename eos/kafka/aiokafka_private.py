@@ -32,9 +32,9 @@ to leave (:func:`queued_for` tells): the caller then sends what is queued
 A version 12 Produce answered TRANSACTION_ABORTABLE (KIP-1050) fails its batch with
 :class:`~eos.errors.TransactionAbortable`: the task aborts (EndTxn v5 bumps the epoch, so
 the producer stays usable) and re-polls from its committed offsets. An EndTxn answered
-UNKNOWN_SERVER_ERROR (a coordinator meeting an outside fence midway) is asked again, by
-the task and by the background sender alike (:func:`send_end_txn`), so that a fenced
-producer is told it is fenced instead of failing.
+UNKNOWN_SERVER_ERROR or INVALID_TXN_STATE (a coordinator meeting an outside fence midway)
+is asked again, by the task and by the background sender alike (:func:`send_end_txn`), so
+that a fenced producer is told it is fenced instead of failing.
 
 What this relies on (the producer's ``_sender``, ``_txn_manager`` and
 ``_message_accumulator``, the sender's methods and handler classes, the transaction
@@ -281,33 +281,37 @@ async def end_transaction(producer: AIOKafkaProducer, *, commit: bool, version2:
     await send_end_txn(sender, result, version2=version2)
 
 
-UNKNOWN_END_TXN_RETRIES = 5
-"""EndTxn answers of UNKNOWN_SERVER_ERROR asked again before the transaction fails.
+UNCLEAR_END_TXN_RETRIES = 5
+"""EndTxn answers asked again (UNKNOWN_SERVER_ERROR, INVALID_TXN_STATE) before the
+transaction fails with them.
 
-The transaction coordinator gives that answer when the request meets a state change it did
-not expect: an InitProducerId fencing the producer while its EndTxn is handled (the
+The transaction coordinator gives them when an InitProducerId fences the producer while
+its EndTxn is handled: UNKNOWN_SERVER_ERROR when the EndTxn meets the fence midway (the
 broker logs ``IllegalStateException: Preparing transaction state transition to ... while
-it already a pending state PREPARE_EPOCH_FENCE``). aiokafka, like the Java client, takes it
-as fatal, so a zombie fenced at that moment failed instead of being fenced. Asked again,
-the coordinator answers with the outcome: done (an EndTxn of the same epoch is
-idempotent), or fenced (the epoch moved on)."""
+it already a pending state PREPARE_EPOCH_FENCE``), INVALID_TXN_STATE when the fence has
+already aborted the transaction but not yet given the id its new epoch (``state is
+COMPLETE_ABORT, but received transaction marker result to send: COMMIT``). aiokafka, like
+the Java client, takes both as fatal, so a zombie fenced at that moment failed instead of
+being fenced. Asked again, the coordinator answers with the outcome: done (an EndTxn of
+the same epoch is idempotent; an aborted transaction is never committed by it), or fenced
+(the epoch moved on)."""
 
 
 async def send_end_txn(sender: Any, result: Any, *, version2: bool) -> None:
     """EndTxn to the transaction coordinator until it answers: retried as aiokafka retries
-    (coordinator moved, concurrent transactions), UNKNOWN_SERVER_ERROR asked again up to
-    :data:`UNKNOWN_END_TXN_RETRIES` times, fatal answers (fenced) raised."""
+    (coordinator moved, concurrent transactions), an unclear answer asked again up to
+    :data:`UNCLEAR_END_TXN_RETRIES` times, fatal answers (fenced) raised."""
     end = _EndTxnV2Handler if version2 else EndTxnHandler
-    unknown = 0
+    unclear = 0
     while True:
         txn_id = sender._txn_manager.transactional_id
         node = await sender._find_coordinator(CoordinationType.TRANSACTION, txn_id)
         try:
             if await end(sender, result).do(node):
                 return
-        except kerrors.UnknownError:
-            unknown += 1
-            if unknown > UNKNOWN_END_TXN_RETRIES:
+        except (kerrors.UnknownError, kerrors.InvalidTxnState):
+            unclear += 1
+            if unclear > UNCLEAR_END_TXN_RETRIES:
                 raise
             await asyncio.sleep(sender._retry_backoff)
 

@@ -177,10 +177,11 @@ class _EndTxnSender:
 
 
 @pytest.mark.parametrize("version2", [False, True])
-async def test_an_end_txn_answered_unknown_server_error_is_asked_again(version2: bool) -> None:
+async def test_an_end_txn_answered_unclearly_during_a_fence_is_asked_again(version2: bool) -> None:
     """The coordinator answers UNKNOWN_SERVER_ERROR to an EndTxn that meets an outside
-    fence (InitProducerId) midway; asked again it says fenced, and the task is fenced
-    (not failed). Asked again and done, the commit is done; always unknown, it fails."""
+    fence (InitProducerId) midway, INVALID_TXN_STATE once the fence aborted the
+    transaction; asked again it says fenced, and the task is fenced (not failed). Asked
+    again and done, the commit is done; always unknown, it fails."""
     fenced = private.PRODUCER_FENCED if version2 else kerrors.InvalidProducerEpoch.errno
     unknown = kerrors.UnknownError.errno
     commit: Any = TransactionResult.COMMIT
@@ -190,11 +191,18 @@ async def test_an_end_txn_answered_unknown_server_error_is_asked_again(version2:
         await private.send_end_txn(sender, commit, version2=version2)
     assert sender.asked == 2
 
+    # the fence aborted the transaction but the id has no new epoch yet
+    invalid_state = kerrors.InvalidTxnState.errno
+    sender = _EndTxnSender([invalid_state, invalid_state, fenced])
+    with pytest.raises(kerrors.ProducerFenced):
+        await private.send_end_txn(sender, commit, version2=version2)
+    assert sender.asked == 3
+
     sender = _EndTxnSender([unknown, unknown, 0])
     await private.send_end_txn(sender, commit, version2=version2)
     assert (sender.asked, sender._txn_manager.completed) == (3, 1)
 
-    sender = _EndTxnSender([unknown] * (private.UNKNOWN_END_TXN_RETRIES + 1))
+    sender = _EndTxnSender([unknown] * (private.UNCLEAR_END_TXN_RETRIES + 1))
     with pytest.raises(kerrors.UnknownError):
         await private.send_end_txn(sender, commit, version2=version2)
     assert (sender.asked, sender._txn_manager.completed) == (6, 0)
