@@ -54,7 +54,7 @@ from services.connectors.postgres_cdc import catalog, pgoutput
 from services.connectors.postgres_cdc.column_types import UNAVAILABLE
 from services.connectors.postgres_cdc.envelope import Change, TableShape, sequence
 from services.connectors.postgres_cdc.position import Position
-from services.connectors.postgres_cdc.replication import ReplicationStream, SlotInUse
+from services.connectors.postgres_cdc.replication import NewSlot, ReplicationStream, SlotInUse
 from services.connectors.postgres_cdc.settings import VERSION, CdcSettings
 from services.connectors.postgres_cdc.snapshot import SnapshotReader, key_after
 
@@ -189,10 +189,7 @@ class PostgresCdcTask(SourceTask):
             log.info("replication slot %s created at %s", settings.slot, pgoutput.lsn_text(lsn))
             self._position.lsn = max(self._position.lsn, lsn)  # the slot starts there
         elif snapshot:
-            self._exporter = ReplicationStream(settings)
-            await self._blocking(self._exporter.open)
-            name = f"{settings.slot}_snapshot_{os.getpid()}"
-            new = await self._blocking(self._exporter.create_slot, name, True, True)
+            new = await self._export_snapshot()
             exported, lsn = new.snapshot, new.consistent_lsn
         if snapshot:
             assert exported is not None
@@ -318,15 +315,23 @@ class PostgresCdcTask(SourceTask):
         settings = self._settings
         self._snapshot_asked = False
         await self._blocking(self._stream.close)  # a server would time out an idle stream
-        self._exporter = ReplicationStream(settings)
-        await self._blocking(self._exporter.open)
-        name = f"{settings.slot}_snapshot_{os.getpid()}"
-        new = await self._blocking(self._exporter.create_slot, name, True, True)
+        new = await self._export_snapshot()
         self._position.start_snapshot(self._position.tables, new.consistent_lsn)
         log.info("incremental snapshot of %s as of %s", ", ".join(self._position.tables),
                  pgoutput.lsn_text(new.consistent_lsn))  # fmt: skip
         self._reader = await self._blocking(SnapshotReader, settings, new.snapshot)
         self._phase = "snapshot"
+
+    async def _export_snapshot(self) -> NewSlot:
+        """A temporary slot whose exported snapshot the reader imports (held by
+        ``self._exporter``'s connection until the snapshot ends): where the slot itself
+        already exists, a snapshot's starting point ``Y``."""
+        assert self._settings is not None
+        self._exporter = ReplicationStream(self._settings)
+        await self._blocking(self._exporter.open)
+        name = f"{self._settings.slot}_snapshot_{os.getpid()}"
+        new: NewSlot = await self._blocking(self._exporter.create_slot, name, True, True)
+        return new
 
     async def _end_snapshot(self) -> None:
         assert self._settings is not None
