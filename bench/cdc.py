@@ -1,7 +1,10 @@
 """PostgresCdcSource next to Debezium 3.6.1 (in Kafka Connect's Java worker) on one
 PostgreSQL, both on their defaults (JsonConverter with schemas, Debezium with
 ``exactly.once.support=required`` on an exactly-once Connect worker; eos with exactly-once,
-its default). Each side runs alone, in its own worker process; every round runs both.
+its default). Each side runs alone, in its own worker process; every round runs all three
+sides: ``eos`` (the snapshot read by the task's one connection, its default), ``eos-spark``
+(``snapshot.reader=spark``: Spark's JDBC reader in ``local[2]``, the table in key ranges
+across two Spark tasks; the snapshot row only, its stream is eos's) and ``debezium``.
 
 Rows:
 
@@ -27,6 +30,7 @@ Usage: python bench/cdc.py [--rows 1000000] [--changes 200000] [--seconds 20] [-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -124,12 +128,17 @@ def connection_settings(postgres: PostgresServer, db: str, prefix: str) -> dict[
     }  # fmt: skip
 
 
+SIDES = ("eos", "eos-spark", "debezium")
+SPARK = {"spark.master": "local[2]", "spark.jdbc.drivers": "postgresql"}
+"""The eos-spark worker's settings besides the defaults: two Spark tasks, the JDBC driver."""
+
+
 @contextmanager
-def eos_worker(bootstrap: str, work: Path) -> Iterator[str]:
+def eos_worker(bootstrap: str, work: Path, spark: bool = False) -> Iterator[str]:
     (port,) = free_ports(1)
     group = f"eos-{uuid.uuid4().hex[:8]}"
     props = {"bootstrap.servers": bootstrap, **internal_topics(group),
-             "listeners": f"http://127.0.0.1:{port}"}  # fmt: skip
+             "listeners": f"http://127.0.0.1:{port}", **(SPARK if spark else {})}  # fmt: skip
     worker = write_props(work / f"{group}.properties", props)
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "services.cli", "worker", str(worker)]
@@ -146,8 +155,10 @@ def debezium_worker(bootstrap: str, work: Path) -> Iterator[str]:
 def side_config(side: str, postgres: PostgresServer, db: str, prefix: str, mode: str,
                 heartbeat: bool) -> dict[str, str]:  # fmt: skip
     config = connection_settings(postgres, db, prefix)
-    if side == "eos":
+    if side.startswith("eos"):
         config |= {"connector.class": "PostgresCdcSource", "snapshot.mode": mode}
+        if side == "eos-spark":
+            config["snapshot.reader"] = "spark"
     else:
         config |= {
             "connector.class": CONNECTOR, "plugin.name": "pgoutput",
@@ -199,10 +210,14 @@ def drop_slot(postgres: PostgresServer, db: str, slot: str) -> None:
 def run_side(side: str, args: argparse.Namespace, bootstrap: str, postgres: PostgresServer,
              work: Path) -> Result:  # fmt: skip
     result = Result(side)
-    runner: Callable[[str, Path], Any] = eos_worker if side == "eos" else debezium_worker
+    runner: Callable[[str, Path], Any] = (
+        functools.partial(eos_worker, spark=side == "eos-spark")
+        if side.startswith("eos")
+        else debezium_worker
+    )
     with runner(bootstrap, work) as url:
         # snapshot
-        db = postgres.database(f"bench_{side}")
+        db = postgres.database(f"bench_{side.replace('-', '_')}")
         with postgres.connect(db) as conn:
             conn.execute(TABLE)
             conn.execute(FILL.format(rows=int(args.rows)))
@@ -218,6 +233,8 @@ def run_side(side: str, args: argparse.Namespace, bootstrap: str, postgres: Post
         result.snapshot = args.rows / (counter.done_at - started)
         delete(url, prefix)
         drop_slot(postgres, db, f"{prefix}_slot")
+        if side == "eos-spark":
+            return result  # its stream is eos's
         # stream and latency, then WAL while idle, on defaults and with heartbeats
         for heartbeat in (False, True):
             prefix = f"{side}{uuid.uuid4().hex[:6]}"
@@ -269,23 +286,28 @@ def table(rounds: list[list[Result]]) -> str:
     ]
     for n, results in enumerate(rounds, 1):
         for r in results:
+            if r.side == "eos-spark":
+                lines.append(f"| {r.side} (round {n}) | {r.snapshot:,.0f} | — | — | — |")
+                continue
             wal = " / ".join(
                 f"{r.wal_idle.get(k, -1) / 1e6:.1f} MB" for k in ("default", "heartbeat")
             )
             lines.append(f"| {r.side} (round {n}) | {r.snapshot:,.0f} | {r.stream:,.0f} | "
                          f"{r.p50:.0f} / {r.p99:.0f} | {wal} |")  # fmt: skip
-    pairs = [
-        ({r.side: r for r in results}["eos"], {r.side: r for r in results}["debezium"])
-        for results in rounds
-        if {r.side for r in results} == {"eos", "debezium"}
-    ]
-    if pairs:
+    by_side = [{r.side: r for r in results} for results in rounds]
+    complete = [sides for sides in by_side if set(sides) == set(SIDES)]
+    if complete:
+
+        def ratios(side: str, measure: str) -> str:
+            return ", ".join(
+                f"{getattr(s[side], measure) / getattr(s['debezium'], measure):.2f}x"
+                for s in complete
+            )
+
         lines.append("")
         lines.append(
-            "eos / Debezium, each round: snapshot "
-            + ", ".join(f"{e.snapshot / d.snapshot:.2f}x" for e, d in pairs)
-            + "; stream "
-            + ", ".join(f"{e.stream / d.stream:.2f}x" for e, d in pairs)
+            f"against Debezium, each round: snapshot eos {ratios('eos', 'snapshot')}, "
+            f"eos-spark {ratios('eos-spark', 'snapshot')}; stream eos {ratios('eos', 'stream')}"
         )
     return "\n".join(lines)
 
@@ -305,13 +327,13 @@ def main() -> None:
     try:
         with bench_broker(args.bootstrap, heap="1g") as (bootstrap, _):
             for n in range(args.rounds):
-                sides = ["eos", "debezium"] if n % 2 == 0 else ["debezium", "eos"]
+                sides = list(SIDES) if n % 2 == 0 else list(reversed(SIDES))
                 results = []
                 for side in sides:
                     print(f"round {n + 1}: {side}", flush=True)
                     results.append(run_side(side, args, bootstrap, postgres, work))
                     print(table([*rounds, results]), flush=True)
-                rounds.append(sorted(results, key=lambda r: r.side != "eos"))
+                rounds.append(sorted(results, key=lambda r: SIDES.index(r.side)))
     finally:
         postgres.stop()
     print(f"\nmachine: {os.cpu_count()} cores, load average {os.getloadavg()}")

@@ -2,7 +2,9 @@
 Kafka Connect's Java worker) on the same tables: the same keys, the same ``after``
 images for every row of the snapshot and for every change after it, and the same key and
 row schemas (names, types, optional-ness, parameters), both through Connect's
-JsonConverter."""
+JsonConverter. The eos side reads its snapshot with ``snapshot.reader=spark``: Spark's JDBC
+reader in ``local[2]``, the table in key ranges across two Spark tasks, each connection
+joined to the slot's exported snapshot."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import pytest
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
+from tests import spark_cds
 from tests.debezium_peer import CONNECTOR, connect_worker
 from tests.integration.jdbc_helpers import committed, end_offsets
 from tests.integration.test_postgres_cdc import cdc_config
@@ -35,7 +38,14 @@ __all__ = ["postgres"]
 ROWS = int(os.environ.get("EOS_CDC_PEER_ROWS", "20000"))
 """Rows of the compared table: 20 000 in the suite (every type and change kind; more rows
 add time, not cases, and two JVMs converting them starve the suite's other worker); the
-issue's 1 000 000 with ``EOS_CDC_PEER_ROWS=1000000`` (passed so, in 6 minutes on 2 cores)."""
+issue's 1 000 000 with ``EOS_CDC_PEER_ROWS=1000000``."""
+SPARK = {
+    "spark.master": "local[2]",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "1g",
+    "spark.jdbc.drivers": "postgresql",
+    "spark.driver.extraJavaOptions": spark_cds.JAVA_OPTIONS,
+}
 
 COLUMNS = """
     id bigint PRIMARY KEY, i2 smallint, i4 int NOT NULL, f8 float8, f4 real, b boolean,
@@ -157,11 +167,12 @@ def _both_running(
     for topic in topics:
         anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=1))
     config = cdc_config(
-        postgres, db, eos, table_include_list="public.items",
+        postgres, db, eos, table_include_list="public.items", snapshot_reader="spark",
         key_converter_schemas_enable="true", value_converter_schemas_enable="true",
     )  # fmt: skip
     (tmp_path / "eos").mkdir()
-    worker = WorkerProcess(tmp_path / "eos", worker_props(bootstrap, unique_name("g")), [config])
+    props = {**worker_props(bootstrap, unique_name("g")), **SPARK}
+    worker = WorkerProcess(tmp_path / "eos", props, [config])
     with connect_worker(bootstrap, tmp_path) as (url, _):
         # eos first: creating a logical slot waits for the transactions running then, and
         # Debezium's snapshot transaction (which takes a transaction id) runs for minutes
@@ -177,6 +188,7 @@ def _both_running(
             while not all(_committed_count(bootstrap, t) >= rows for t in topics):
                 assert time.monotonic() < deadline, "a snapshot did not finish"
                 time.sleep(2)
+            assert f"{rows} rows read by Spark in" in worker.log.read_text()
             _changes(postgres, db)
             yield topics
         finally:

@@ -4,6 +4,7 @@ offset with its snapshot/stream handover rule."""
 from __future__ import annotations
 
 import decimal
+import itertools
 import struct
 
 import pytest
@@ -24,6 +25,7 @@ from services.connectors.postgres_cdc.envelope import Change, TableShape
 from services.connectors.postgres_cdc.position import Position, Read
 from services.connectors.postgres_cdc.privileges import docs_table, plan
 from services.connectors.postgres_cdc.settings import CdcSettings
+from services.connectors.postgres_cdc.spark_snapshot import key_ranges, session_statement, splits
 from services.connectors.postgres_cdc.task import signalled_tables
 
 
@@ -239,6 +241,17 @@ def test_the_privileges_plan_names_each_grant_once() -> None:
     assert not any("OWNER TO" in n.grant for n in everything)
     made = plan(_cdc_settings(), tables, publication_exists=True)  # nothing to create
     assert {n.privilege for n in made} == {"REPLICATION", "CONNECT", "USAGE", "SELECT"}
+    signals = _cdc_settings(**{"publication.autocreate.mode": "filtered",
+                               "signal.data.collection": "ops.signals"})  # fmt: skip
+    with_signal = [n.grant for n in plan(signals, tables, publication_exists=False)]
+    assert 'GRANT USAGE ON SCHEMA "ops" TO "u";' in with_signal  # published, not read
+    assert (
+        'ALTER TABLE "ops"."signals" OWNER TO "u"; -- or create the publication as its owner'
+        in with_signal
+    )
+    assert 'GRANT SELECT ON "ops"."signals" TO "u";' not in with_signal
+    published = [n.grant for n in plan(signals, tables, publication_exists=True)]
+    assert not any('"ops"' in g for g in published if "OWNER" in g)
 
 
 def test_the_docs_table_of_privileges_is_generated() -> None:
@@ -322,3 +335,42 @@ def test_a_requested_snapshot_rides_in_the_offset_until_it_is_read() -> None:
     again.stream_moved(600)
     assert (again.filtering, again.incremental) == (False, False)
     assert "snapshot" not in again.to_offset()
+
+
+def test_spark_key_ranges_cover_the_keys_once() -> None:
+    assert key_ranges(1, 500, 500, 1000) == [(None, None)]  # one chunk: one range
+    assert key_ranges(1, 3000, 3000, 700) == [(None, 1501), (1501, None)]  # two Spark tasks
+    many = key_ranges(-5, 1_000_000, 1_000_006, 10240)
+    assert len(many) == 11
+    assert many[0][0] is None
+    assert many[-1][1] is None
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(many))
+    assert key_ranges(7, 7, 5000, 10) == [(None, None)]  # one key: one range
+
+
+def test_spark_connections_join_the_snapshot_with_the_stream_s_settings() -> None:
+    statement = session_statement("00000003-00000002-1")
+    assert statement.startswith("SET DateStyle = 'ISO'; SET TimeZone = 'UTC'")
+    assert statement.endswith(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+        "SET TRANSACTION SNAPSHOT '00000003-00000002-1'"
+    )
+    with pytest.raises(ValueError, match="snapshot id"):
+        session_statement("x'; DROP TABLE t; --")
+
+
+def test_spark_splits_tables_keyed_by_one_integer_column() -> None:
+    TYPE_NAMES = {"bigint": "int8", "integer": "int4", "text": "text"}
+
+    def shape(*keys: tuple[str, str]) -> TableShape:
+        columns = [
+            CatalogColumn(name, ColumnType(TYPE_NAMES[sql], -1), False, i + 1, sql)
+            for i, (name, sql) in enumerate(keys)
+        ]
+        return TableShape("p", "db", "public.t", columns, "1")
+
+    assert splits(shape(("id", "bigint")))
+    assert splits(shape(("id", "integer")))
+    assert not splits(shape(("code", "text")))
+    assert not splits(shape(("a", "integer"), ("b", "integer")))
+    assert not splits(shape())

@@ -48,6 +48,9 @@ class Rule:
     """When it applies (empty: always): the ``publication.autocreate.mode`` that creates
     the publication, while it does not exist (a missing publication with ``disabled`` is
     no privilege: the task refuses it by name)."""
+    signal: bool = False
+    """It holds for the signal table (``signal.data.collection``) too, which the
+    publication must include though it is not captured."""
 
 
 RULES: Final = (
@@ -56,14 +59,14 @@ RULES: Final = (
     Rule("CONNECT", "database {db}", "every connection",
          'GRANT CONNECT ON DATABASE "{db}" TO "{user}";'),
     Rule("USAGE", "schema {schema}", "reading its tables",
-         'GRANT USAGE ON SCHEMA "{schema}" TO "{user}";'),
+         'GRANT USAGE ON SCHEMA "{schema}" TO "{user}";', signal=True),
     Rule("SELECT", "table {table}", "the snapshot (and the catalog of its columns)",
          'GRANT SELECT ON {quoted} TO "{user}";'),
     Rule("CREATE", "database {db}", "creating the publication FOR TABLE",
          'GRANT CREATE ON DATABASE "{db}" TO "{user}";', "filtered"),
     Rule("ownership", "table {table}", "creating the publication FOR TABLE",
          'ALTER TABLE {quoted} OWNER TO "{user}"; -- or create the publication as its owner',
-         "filtered"),
+         "filtered", signal=True),
     Rule("superuser", "the user {user}", "creating the publication FOR ALL TABLES",
          'CREATE PUBLICATION "{publication}" FOR ALL TABLES; -- as a superuser, beforehand',
          "all_tables"),
@@ -74,16 +77,19 @@ _AUTOCREATE: Final = ("all_tables", "filtered")
 
 
 def plan(settings: CdcSettings, tables: Sequence[str], *, publication_exists: bool) -> list[Need]:
-    """Every privilege the user needs to capture ``tables`` (``schema.table``)."""
+    """Every privilege the user needs to capture ``tables`` (``schema.table``) and to
+    publish the signal table, if any."""
     values = {"user": settings.user, "db": settings.dbname, "publication": settings.publication}
+    signal = settings.signal_table if settings.signal_table not in tables else ""
     needs: list[Need] = []
     for rule in RULES:
         if rule.when in _AUTOCREATE and (publication_exists or rule.when != settings.autocreate):
             continue
+        objects = [*tables, signal] if rule.signal and signal else list(tables)
         if "{table}" in rule.on:
-            scopes = [{"table": t, "quoted": quoted(t)} for t in tables]
+            scopes = [{"table": t, "quoted": quoted(t)} for t in objects]
         elif "{schema}" in rule.on:
-            scopes = [{"schema": s} for s in dict.fromkeys(t.partition(".")[0] for t in tables)]
+            scopes = [{"schema": s} for s in dict.fromkeys(t.partition(".")[0] for t in objects)]
         else:
             scopes = [{}]
         for scope in scopes:
@@ -151,8 +157,12 @@ def docs_table() -> str:
              "{publication}": "<publication>", "{quoted}": '"<schema>"."<table>"'}  # fmt: skip
     rows = ["| privilege | on | why | granted with |", "|---|---|---|---|"]
     for rule in RULES:
-        on = rule.on.replace("table {table}", "each captured table")
-        on = on.replace("schema {schema}", "the schema of each")
+        on = rule.on.replace(
+            "table {table}", "each captured table" + (" and the signal table" * rule.signal)
+        )
+        on = on.replace(
+            "schema {schema}", "the schema of each" + (" (and the signal table's)" * rule.signal)
+        )
         grant = rule.grant
         for key, text in shown.items():
             on, grant = on.replace(key, f"`{text}`"), grant.replace(key, text)

@@ -21,6 +21,7 @@ from eos.api import (
 VERSION = "1.0.0"
 """The connector's version (``source.version`` of its records)."""
 SNAPSHOT_MODES = ("initial", "never", "initial_only", "when_needed", "no_data")
+SNAPSHOT_READERS = ("connection", "spark")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled")
 _CONNECTION = "Connection"
 _CAPTURE = "Capture"
@@ -114,6 +115,15 @@ class CdcSettings:
         "snapshot.fetch.size", Type.INT, 10240, Range(at_least=1), Importance.MEDIUM,
         "Rows per snapshot chunk: each chunk is one Kafka transaction, its progress in the "
         "source offset.", _CAPTURE,
+    )  # fmt: skip
+    snapshot_reader: str = setting(
+        "snapshot.reader", Type.STRING, "connection", OneOf(*SNAPSHOT_READERS),
+        Importance.MEDIUM,
+        "connection: the snapshot is read by one PostgreSQL connection of the task; spark: "
+        "by Spark's JDBC reader, each table whose primary key is one integer column in key "
+        "ranges across Spark tasks, every connection joined to the same exported snapshot "
+        "(needs Spark and spark.jdbc.drivers=postgresql on the worker; see docs/cdc.md).",
+        _CAPTURE,
     )  # fmt: skip
     max_batch_size: int = setting(
         "max.batch.size", Type.INT, 2048, Range(at_least=1), Importance.LOW,

@@ -72,6 +72,18 @@ class SnapshotReader:
             cur.execute(sql, params)
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
+    def key_range(self, shape: TableShape, where: str) -> tuple[int | None, int | None, int]:
+        """The least and greatest value of the table's one integer key and its row count,
+        of the rows ``where`` (a ``WHERE`` clause on alias ``r``, or "") selects."""
+        key = f"r.{quote(shape.key_names[0])}"
+        with self._conn.cursor() as cur:
+            cur.execute(
+                f"SELECT min({key})::text, max({key})::text, count(*)::text "
+                f"FROM {quoted_table(shape.name)} r{where}"
+            )  # as text: this connection may read integers as text (see _as_text)
+            low, high, rows = cur.fetchone()
+        return (None if low is None else int(low), None if high is None else int(high), int(rows))
+
     def _as_text(self, oids: Iterable[int]) -> None:
         """Columns of these types come as the server's text (None for NULL)."""
         import psycopg2.extensions

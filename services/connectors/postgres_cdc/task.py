@@ -57,6 +57,7 @@ from services.connectors.postgres_cdc.position import Position
 from services.connectors.postgres_cdc.replication import NewSlot, ReplicationStream, SlotInUse
 from services.connectors.postgres_cdc.settings import VERSION, CdcSettings
 from services.connectors.postgres_cdc.snapshot import SnapshotReader, key_after
+from services.connectors.postgres_cdc.spark_snapshot import SparkSnapshotReader
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class PostgresCdcTask(SourceTask):
         self._catalog: Any = None
         self._stream: ReplicationStream | None = None
         self._exporter: ReplicationStream | None = None
-        self._reader: SnapshotReader | None = None
+        self._reader: SnapshotReader | SparkSnapshotReader | None = None
         self._shapes: dict[str, TableShape] = {}
         self._relations: dict[int, pgoutput.Relation] = {}
         self._txn: _Transaction | None = None
@@ -198,7 +199,7 @@ class PostgresCdcTask(SourceTask):
                 "snapshot of %d tables from table %d as of %s", len(self._tables),
                 self._position.table, pgoutput.lsn_text(lsn),
             )  # fmt: skip
-            self._reader = await self._blocking(SnapshotReader, settings, exported)
+            self._reader = await self._open_reader(exported)
             self._phase = "snapshot"
         elif mode == "initial_only" and found is not None:
             self._phase = "idle"
@@ -312,15 +313,24 @@ class PostgresCdcTask(SourceTask):
         transaction and skips, for the rows read, the changes committed before ``Y``."""
         assert self._settings is not None
         assert self._stream is not None
-        settings = self._settings
         self._snapshot_asked = False
         await self._blocking(self._stream.close)  # a server would time out an idle stream
         new = await self._export_snapshot()
         self._position.start_snapshot(self._position.tables, new.consistent_lsn)
         log.info("incremental snapshot of %s as of %s", ", ".join(self._position.tables),
                  pgoutput.lsn_text(new.consistent_lsn))  # fmt: skip
-        self._reader = await self._blocking(SnapshotReader, settings, new.snapshot)
+        assert new.snapshot is not None
+        self._reader = await self._open_reader(new.snapshot)
         self._phase = "snapshot"
+
+    async def _open_reader(self, snapshot: str) -> SnapshotReader | SparkSnapshotReader:
+        """The reader of exported snapshot ``snapshot`` that ``snapshot.reader`` names."""
+        assert self._settings is not None
+        assert self._context is not None
+        own: SnapshotReader = await self._blocking(SnapshotReader, self._settings, snapshot)
+        if self._settings.snapshot_reader != "spark":
+            return own
+        return SparkSnapshotReader(self._settings, snapshot, own, self._context.resources)
 
     async def _export_snapshot(self) -> NewSlot:
         """A temporary slot whose exported snapshot the reader imports (held by
