@@ -257,6 +257,11 @@ class Supervisor:
     def running_tasks(self) -> Mapping[tuple[str, int], int]:
         return {key: unit.spec.generation for key, unit in self._tasks.items()}
 
+    def task_progress(self, name: str, task_id: int) -> dict[str, float] | None:
+        """The connector-defined figures of task ``name``-``task_id`` if it runs here."""
+        unit = self._tasks.get((name, task_id))
+        return None if unit is None else dict(unit.runner.figures)
+
     def start_task(
         self, name: str, task_id: int, generation: int, config: Mapping[str, str]
     ) -> None:

@@ -503,6 +503,11 @@ class Worker:
         """The status topic read to its end."""
         return await self.topics.read_status()
 
+    def task_progress(self, name: str, task_id: int) -> dict[str, float] | None:
+        """The figures task ``name``-``task_id`` counts and sets of its own
+        (``context.count``, ``context.gauge``), if it runs on this worker."""
+        return self.supervisor.task_progress(name, task_id)
+
 
 CLOSE_TIMEOUT = 10.0
 """Seconds the worker's clients get to close when it ends (a bound on clean-up, also

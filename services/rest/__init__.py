@@ -24,6 +24,7 @@ from services.rest import (
     openapi,
     plugins,
     root,
+    task_progress,
     topics,
 )
 from services.rest.auth import AuthMiddleware, AuthProvider
@@ -49,6 +50,7 @@ def build_app(
         *root.ROUTES,
         *health.ROUTES,
         *connectors.ROUTES,
+        *task_progress.ROUTES,
         *lifecycle.ROUTES,
         *offsets.ROUTES,
         *internal.ROUTES,

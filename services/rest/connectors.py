@@ -23,6 +23,7 @@ from eos.storage.status_log import Status
 from services.rest.errors import guard, json_object
 from services.rest.forwarding import leader_only
 from services.rest.hidden import hidden, kept
+from services.rest.task_progress import Progress, progress_of
 
 
 def _worker(request: Request) -> WorkerApi:
@@ -46,12 +47,14 @@ async def _existing(worker: WorkerApi, name: str) -> ConfigSnapshot:
     return snap
 
 
-def _status_body(status: Status | None) -> dict[str, Any]:
+def _status_body(status: Status | None, progress: Progress | None = None) -> dict[str, Any]:
     if status is None:
         return {"state": State.UNASSIGNED.value, "worker_id": None}
     body: dict[str, Any] = {"state": status.state.value, "worker_id": status.worker_id}
     if status.trace:
         body["trace"] = status.trace
+    if progress is not None:  # eos's own field (services/rest/task_progress.py)
+        body["progress"] = progress
     restarts = status.auto_restart
     if restarts is not None:  # eos's own field (docs/operations.md)
         at = restarts.next_attempt_ms
@@ -69,14 +72,17 @@ def iso_utc(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def _status(worker: WorkerApi, name: str) -> dict[str, Any]:
+async def _status(request: Request, name: str) -> dict[str, Any]:
+    worker = _worker(request)
     snap = await _existing(worker, name)
     statuses = await worker.read_status()
-    tasks = statuses.task_statuses(name)
+    count = len(snap.tasks(name))
+    tasks = {i: s for i, s in statuses.task_statuses(name).items() if i < count}
+    progress = await progress_of(request, name, tasks)
     return {
         "name": name,
         "connector": _status_body(statuses.connector_status(name)),
-        "tasks": [{"id": i, **_status_body(tasks.get(i))} for i in range(len(snap.tasks(name)))],
+        "tasks": [{"id": i, **_status_body(tasks.get(i), progress.get(i))} for i in range(count)],
         "type": "source",
     }
 
@@ -92,7 +98,7 @@ async def list_connectors(request: Request) -> Response:
     for name in names:
         entry: dict[str, Any] = {}
         if "status" in expand:
-            entry["status"] = await _status(worker, name)
+            entry["status"] = await _status(request, name)
         if "info" in expand:
             entry["info"] = _info(name, snap)
         body[name] = entry
@@ -181,7 +187,7 @@ async def patch_config(request: Request) -> Response:
 
 
 async def get_status(request: Request) -> Response:
-    return JSONResponse(await _status(_worker(request), request.path_params["name"]))
+    return JSONResponse(await _status(request, request.path_params["name"]))
 
 
 async def get_task_status(request: Request) -> Response:
@@ -192,7 +198,9 @@ async def get_task_status(request: Request) -> Response:
     if task >= len(snap.tasks(name)):
         raise NotFoundError(f"Task {name}-{task} not found")
     statuses = await worker.read_status()
-    return JSONResponse({"id": task, **_status_body(statuses.task_statuses(name).get(task))})
+    status = statuses.task_statuses(name).get(task)
+    progress = await progress_of(request, name, {} if status is None else {task: status})
+    return JSONResponse({"id": task, **_status_body(status, progress.get(task))})
 
 
 def _task_number(request: Request) -> int:

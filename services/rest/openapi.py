@@ -173,6 +173,12 @@ PATHS: dict[str, dict[str, Any]] = {
                    {"200": _ok("status", _ref("TaskState")),
                     "404": _error("no such connector or task")}, params=[_NAME, _TASK]),
     },
+    "/connectors/{name}/tasks/{task}/progress": {
+        "get": _op("eos: the figures of a task running on this worker", "connectors",
+                   {"200": _ok("the figures", _ref("Progress")),
+                    "404": _error("the task does not run on this worker")},
+                   params=[_NAME, _TASK]),
+    },
     "/connectors/{name}/tasks/{task}/restart": {
         "post": _op("Restart one task", "lifecycle",
                     {"204": _ok("the restart is under way"),
@@ -362,7 +368,11 @@ SCHEMAS: dict[str, Any] = {
     "TaskInfo": {"type": "object", "required": ["id", "config"],
                  "properties": {"id": _ref("TaskId"), "config": _ref("Settings")}},
     "TaskState": {**_STATE, "required": ["id", "state", "worker_id"],
-                  "properties": {"id": {"type": "integer"}, **_STATE["properties"]}},
+                  "properties": {"id": {"type": "integer"}, **_STATE["properties"],
+                                 "progress": {"$ref": "#/components/schemas/Progress"}}},
+    "Progress": {"type": "object", "additionalProperties": {"type": "number"},
+                 "description": "eos: a RUNNING task's own figures (context.count totals "
+                 "since it started, context.gauge values), as its worker reports them"},
     "ConnectorStatus": {
         "type": "object",
         "required": ["name", "connector", "tasks", "type"],

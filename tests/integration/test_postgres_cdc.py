@@ -159,6 +159,11 @@ async def test_snapshot_then_changes_in_debezium_shape(
         # slot is confirmed up to it, never beyond what Kafka holds
         status = await worker.status(name)
         assert status["tasks"][0]["state"] == "RUNNING"
+        progress = status["tasks"][0]["progress"]  # the task's own figures, live
+        assert progress["snapshot_rows"] == 27  # 25 orders, 2 customers
+        assert progress["snapshot_chunks"] == 4  # 10 + 10 + 5 orders, 2 customers
+        assert progress["snapshot_tables"] == progress["snapshot_tables_done"] == 2
+        assert progress["changes"] >= 5
     slot = config["slot.name"]
     lsn = got[-1][2]["source"]["lsn"]
     assert slot_confirmed(postgres, db, slot) >= lsn

@@ -105,6 +105,9 @@ class SourceTaskRunner(ABC):
         """Topics this run has written to (checked, and reported to ``topic_discovered``)."""
         self._path = RecordPath(spec, deps, self._check_topic, self._per_record, self.log)
         self.fenced = False
+        self.figures: dict[str, float] = {}
+        """The connector's own counts (``context.count``, totals since this task started)
+        and values (``context.gauge``, the latest): its progress in the task status."""
         """The run ended fenced: a newer instance owns the transactional id, or one of an
         older generation started on a worker behind on the config topic (KIP-618's
         "worker lag"); the supervisor has its worker rejoin, and the task runs again if
@@ -192,6 +195,14 @@ class SourceTaskRunner(ABC):
         if self._background_error is not None:
             raise self._background_error
 
+    def _count(self, event: str, amount: int) -> None:
+        self.figures[event] = self.figures.get(event, 0) + amount
+        self.deps.observer.task_event(event, amount)
+
+    def _value(self, name: str, value: float) -> None:
+        self.figures[name] = value
+        self.deps.observer.task_value(name, value)
+
     async def _run_task(self, background: _Background) -> bool:
         context = SourceTaskContext(
             connector=self.spec.connector,
@@ -200,8 +211,8 @@ class SourceTaskRunner(ABC):
             resources=self.deps.resources,
             transaction_context=self.transaction_context(),
             background=background,
-            events=self.deps.observer.task_event,
-            values=self.deps.observer.task_value,
+            events=self._count,
+            values=self._value,
         )
         try:
             await self.deps.offset_reader.refresh()
