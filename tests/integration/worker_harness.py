@@ -21,6 +21,7 @@ from eos.config.worker import WorkerConfig
 from eos.runtime.worker import Worker
 from services.dev_kafka import free_ports
 from services.worker_service import run_worker, worker_settings
+from tests import spark_cds
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,6 +46,17 @@ def worker_props(bootstrap: str, group: str, **extra: str) -> dict[str, str]:
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return props
 
+
+SPARK_JDBC = {
+    "spark.master": "local[2]",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "512m",
+    "spark.jdbc.drivers": "postgresql",
+    # a worker restarted again and again: C1 alone and the tests' class archive
+    # (tests/spark_cds.py) warm Spark's JVM up sooner
+    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 {spark_cds.JAVA_OPTIONS}",
+}
+"""Spark for a test worker process that reads PostgreSQL over JDBC (two Spark tasks)."""
 
 QUICK_REJOIN = {"session.timeout.ms": "4000", "heartbeat.interval.ms": "500"}
 """For a worker SIGKILLed and started again and again: it joins once its killed

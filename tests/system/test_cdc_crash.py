@@ -1,8 +1,10 @@
 """PostgresCdcSource through crashes: while a writer runs multi-table database
 transactions (a transfer inserted, two accounts updated) and deletes, an ``eos worker``
-process snapshots 20 000 rows and then streams, and is SIGKILLed 10 times — the first
-time during the snapshot, then mid-stream at random points. Judged with a read_committed
-confluent-kafka consumer (a client the worker does not use):
+process snapshots 20 000 rows (``snapshot.reader=spark``: Spark's JDBC reader in key
+ranges, resumed after the kill at a new exported snapshot) and then streams, and is
+SIGKILLed 10 times — the first time during the snapshot, then mid-stream at random
+points (the incremental snapshot's test below kills the one-connection reader). Judged
+with a read_committed confluent-kafka consumer (a client the worker does not use):
 
 - every row's events are, in order: its snapshot image (``r``) or its insert (``c``),
   then each later version exactly once (consecutive versions), a delete last, then its
@@ -33,7 +35,12 @@ from eos.kafka.admin import ensure_topic
 from services.connectors.postgres_cdc.pgoutput import parse_lsn
 from tests.integration.jdbc_helpers import committed, end_offsets
 from tests.integration.test_postgres_cdc import cdc_config
-from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
+from tests.integration.worker_harness import (
+    QUICK_REJOIN,
+    SPARK_JDBC,
+    WorkerProcess,
+    worker_props,
+)
 from tests.postgres_server import PostgresServer, postgres
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(900)]
@@ -148,8 +155,8 @@ def test_cdc_exactly_once_through_sigkills(
     for topic in topics.values():
         anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=1))
     group = unique_name("g")
-    props = {**worker_props(bootstrap, group), **QUICK_REJOIN}
-    config = cdc_config(postgres, db, name, snapshot_fetch_size="500")
+    props = {**worker_props(bootstrap, group), **QUICK_REJOIN, **SPARK_JDBC}
+    config = cdc_config(postgres, db, name, snapshot_fetch_size="500", snapshot_reader="spark")
     worker = WorkerProcess(tmp_path, props, [config])
     writer = Writer(postgres, db)
     watch = SlotWatch(postgres, db, config["slot.name"], bootstrap, f"{group}-offsets")

@@ -20,24 +20,19 @@ import pytest
 
 from eos.kafka import ClientConfig
 from eos.kafka.admin import ensure_topic
-from tests import spark_cds
 from tests.integration.jdbc_helpers import committed, end_offsets
-from tests.integration.worker_harness import QUICK_REJOIN, WorkerProcess, worker_props
+from tests.integration.worker_harness import (
+    QUICK_REJOIN,
+    SPARK_JDBC,
+    WorkerProcess,
+    worker_props,
+)
 from tests.postgres_server import PASSWORD, USER, PostgresServer, postgres
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(600)]
 __all__ = ["postgres"]
 
 KILLS = 5
-SPARK = {
-    "spark.master": "local[2]",
-    "spark.ui.enabled": "false",
-    "spark.driver.memory": "512m",
-    "spark.jdbc.drivers": "postgresql",
-    # a worker restarted six times: C1 alone and the tests' class archive (tests/spark_cds.py)
-    # warm Spark's JVM up sooner
-    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 {spark_cds.JAVA_OPTIONS}",
-}
 
 
 class Writer(threading.Thread):
@@ -91,7 +86,7 @@ def test_inserts_and_updates_exactly_once_through_sigkills(
         conn.execute("CREATE INDEX orders_cursor ON orders (updated_at, id)")
     topic = unique_name("orders")
     anyio.run(functools.partial(ensure_topic, client_config, topic, partitions=2))
-    props = {**worker_props(bootstrap, unique_name("g")), **QUICK_REJOIN, **SPARK}
+    props = {**worker_props(bootstrap, unique_name("g")), **QUICK_REJOIN, **SPARK_JDBC}
     connector = {
         "name": "db",
         "connector.class": "SparkSource",

@@ -105,13 +105,13 @@ class SourceTaskRunner(ABC):
         """Topics this run has written to (checked, and reported to ``topic_discovered``)."""
         self._path = RecordPath(spec, deps, self._check_topic, self._per_record, self.log)
         self.fenced = False
-        self.figures: dict[str, float] = {}
-        """The connector's own counts (``context.count``, totals since this task started)
-        and values (``context.gauge``, the latest): its progress in the task status."""
         """The run ended fenced: a newer instance owns the transactional id, or one of an
         older generation started on a worker behind on the config topic (KIP-618's
         "worker lag"); the supervisor has its worker rejoin, and the task runs again if
         it is still assigned here."""
+        self.figures: dict[str, float] = {}
+        """The connector's own counts (``context.count``, totals since this task started)
+        and values (``context.gauge``, the latest): its progress in the task status."""
 
     # ------------------------------------------------------------------ control
 

@@ -111,6 +111,7 @@ class SparkSnapshotReader:
         self, shape: TableShape, after: KeyTexts | None, limit: int
     ) -> list[dict[str, str | None]]:
         if not splits(shape):
+            self._close_stream()
             if shape.name not in self._logged:
                 self._logged.add(shape.name)
                 log.info("snapshot of %s read by the task's connection: its primary key is "
