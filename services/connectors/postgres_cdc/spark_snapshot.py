@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from services.connectors.postgres_cdc.catalog import CdcSetupError
 from services.connectors.postgres_cdc.column_types import SESSION_SETTINGS
 from services.connectors.postgres_cdc.snapshot import KeyTexts, SnapshotReader, quote, quoted_table
+from services.connectors.spark.jdbc_drivers import missing_driver
 
 if TYPE_CHECKING:
     from eos.api import WorkerResources
@@ -153,10 +154,17 @@ class SparkSnapshotReader:
             [(None, None)] if low is None or high is None else key_ranges(low, high, rows, limit)
         )
         session = self._spark(limit)
-        frame = session.read.jdbc(
-            self._url(), query, predicates=[predicate(*r) for r in ranges],
-            properties=self._properties(),
-        )  # fmt: skip
+        try:
+            frame = session.read.jdbc(
+                self._url(), query, predicates=[predicate(*r) for r in ranges],
+                properties=self._properties(),
+            )  # fmt: skip
+        except Exception as exc:
+            if "ClassNotFoundException" in str(exc) or "No suitable driver" in str(exc):
+                raise CdcSetupError(
+                    f"snapshot.reader=spark: {missing_driver(self._url())}"
+                ) from None
+            raise
         frame = frame.sortWithinPartitions(_KEY).drop(_KEY)
         log.info("snapshot of %s: %d rows read by Spark in %d key ranges", shape.name, rows,
                  len(ranges))  # fmt: skip
