@@ -374,3 +374,34 @@ def test_spark_splits_tables_keyed_by_one_integer_column() -> None:
     assert not splits(shape(("code", "text")))
     assert not splits(shape(("a", "integer"), ("b", "integer")))
     assert not splits(shape())
+
+
+def test_spark_without_the_jdbc_driver_is_one_reason_naming_the_setting() -> None:
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from services.connectors.postgres_cdc.catalog import CdcSetupError
+    from services.connectors.postgres_cdc.snapshot import SnapshotReader
+    from services.connectors.postgres_cdc.spark_snapshot import SparkSnapshotReader
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(
+            "An error occurred while calling o40.jdbc.\n: java.lang.ClassNotFoundException: "
+            "org.postgresql.Driver\n\tat java.base/java.net.URLClassLoader.findClass"
+        )
+
+    own: Any = SimpleNamespace(key_range=lambda shape, where: (1, 100, 100))
+    resources: Any = None  # never asked: the session is given
+    reader = SparkSnapshotReader(
+        _cdc_settings(), "00000003-1", cast(SnapshotReader, own), resources
+    )
+    reader._session = SimpleNamespace(read=SimpleNamespace(jdbc=refuse))
+    column = CatalogColumn("id", ColumnType("int8", -1), False, 1, "bigint")
+    shape = TableShape("p", "shop", "public.t", [column], "1")
+    with pytest.raises(CdcSetupError) as failed:
+        reader.chunk(shape, None, 10)
+    assert str(failed.value) == (
+        "snapshot.reader=spark: the JDBC driver for jdbc:postgresql://db:5432/shop is "
+        "not loaded: add postgresql to the worker setting spark.jdbc.drivers (e.g. "
+        "spark.jdbc.drivers=postgresql) and restart the worker"
+    )
