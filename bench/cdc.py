@@ -222,7 +222,7 @@ def run_side(side: str, args: argparse.Namespace, bootstrap: str, postgres: Post
             conn.execute(TABLE)
             conn.execute(FILL.format(rows=int(args.rows)))
             conn.execute("VACUUM ANALYZE items")
-        prefix = f"{side}{uuid.uuid4().hex[:6]}"
+        prefix = f"{side.replace('-', '')}{uuid.uuid4().hex[:6]}"  # a slot name: no "-"
         topic = f"{prefix}.public.items"
         create_topic(bootstrap, topic)
         counter = Counter(bootstrap, topic, args.rows)
@@ -237,7 +237,7 @@ def run_side(side: str, args: argparse.Namespace, bootstrap: str, postgres: Post
             return result  # its stream is eos's
         # stream and latency, then WAL while idle, on defaults and with heartbeats
         for heartbeat in (False, True):
-            prefix = f"{side}{uuid.uuid4().hex[:6]}"
+            prefix = f"{side.replace('-', '')}{uuid.uuid4().hex[:6]}"  # a slot name: no "-"
             topic = f"{prefix}.public.items"
             create_topic(bootstrap, topic)
             create(url, prefix, side_config(side, postgres, db, prefix, "never", heartbeat))
