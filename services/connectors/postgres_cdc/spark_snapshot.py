@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from services.connectors.postgres_cdc.catalog import CdcSetupError
 from services.connectors.postgres_cdc.column_types import SESSION_SETTINGS
 from services.connectors.postgres_cdc.snapshot import KeyTexts, SnapshotReader, quote, quoted_table
-from services.connectors.spark.jdbc_drivers import missing_driver
+from services.connectors.spark.jdbc_drivers import driver_not_loaded, missing_driver
 
 if TYPE_CHECKING:
     from eos.api import WorkerResources
@@ -160,7 +160,7 @@ class SparkSnapshotReader:
                 properties=self._properties(),
             )  # fmt: skip
         except Exception as exc:
-            if "ClassNotFoundException" in str(exc) or "No suitable driver" in str(exc):
+            if driver_not_loaded(str(exc)):
                 raise CdcSetupError(
                     f"snapshot.reader=spark: {missing_driver(self._url())}"
                 ) from None

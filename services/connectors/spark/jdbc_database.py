@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.connectors.spark.jdbc_drivers import (
     driver_class,
+    driver_not_loaded,
     missing_driver,
     redact_url,
     spark_url,
@@ -123,7 +124,7 @@ class Database:
                 state = ""
         url = redact_url(self._settings.url)
         first = self.scrub(text.strip().splitlines()[0] if text.strip() else repr(exc))
-        if "No suitable driver" in text or "ClassNotFoundException" in text:
+        if driver_not_loaded(text):
             return JdbcError(missing_driver(self._settings.url))
         if state.startswith(_AUTH_STATES):
             return JdbcError(

@@ -106,6 +106,11 @@ def driver_class(url: str) -> str | None:
     return None if known is None else known[1].driver_class
 
 
+def driver_not_loaded(error: str) -> bool:
+    """Whether a Spark JDBC error's text says the driver is not on the JVM."""
+    return "No suitable driver" in error or "ClassNotFoundException" in error
+
+
 def missing_driver(url: str) -> str:
     """What to do when no driver for ``url`` is on the worker's Spark."""
     known = driver_for(url)
