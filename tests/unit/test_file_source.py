@@ -13,7 +13,13 @@ import pytest
 
 from eos.api import ConfigError, ExactlyOnceSupport, RecordBlock, SourceTaskContext
 from eos.api.schema import STRING_SCHEMA
-from services.connectors.file import FileSource, FileSourceTask, owner_of, read_lines
+from services.connectors.file import (
+    FileSource,
+    FileSourceTask,
+    owner_of,
+    read_block,
+    read_lines,
+)
 from tests.unit.test_verifiable import InlineResources, MemoryOffsets
 
 
@@ -164,6 +170,20 @@ def test_read_lines_in_small_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert at_end
     assert read_lines(str(path), 6, 2, "utf-8") == ([("be", 9), ("", 10)], False)
     assert read_lines(str(tmp_path / "gone"), 0, 5, "utf-8") == ([], True)
+
+
+def test_a_poll_stops_at_its_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long lines: the byte budget ends the read before batch.size lines (a chunk over at
+    most), and the next read goes on from there."""
+    monkeypatch.setattr("services.connectors.file.CHUNK_BYTES", 8)
+    path = tmp_path / "f"
+    path.write_bytes(b"".join(b"line-%02d\n" % n for n in range(10)))  # 8 bytes a line
+    texts, ends, at_end = read_block(str(path), 0, 100, "utf-8", max_bytes=20)
+    assert texts == ["line-00", "line-01", "line-02"]
+    assert ends == [8, 16, 24]
+    assert not at_end
+    texts, ends, at_end = read_block(str(path), 24, 100, "utf-8", max_bytes=20)
+    assert texts == ["line-03", "line-04", "line-05"]
 
 
 async def test_files_are_split_between_tasks(tmp_path: Path) -> None:
