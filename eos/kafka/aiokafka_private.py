@@ -52,6 +52,7 @@ import contextvars
 import functools
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,7 @@ from aiokafka import errors as kerrors
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.conn import AIOKafkaConnection
+from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.producer.sender import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
@@ -147,6 +149,33 @@ def batch_size(producer: AIOKafkaProducer) -> int:
     """The producer's ``batch.size`` (what fits one batch of the accumulator)."""
     size: int = producer._message_accumulator._batch_size
     return size
+
+
+Row = tuple[int | None, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+"""A record as :func:`append_rows` takes it: timestamp, key, value, headers."""
+
+
+def append_rows(batch: BatchBuilder, rows: Iterator[Row]) -> tuple[int, Row | None]:
+    """Append ``rows`` to ``batch`` (from :meth:`AIOKafkaProducer.create_batch`) until it
+    is full: how many went in, and the row that did not fit (taken from ``rows``; None when
+    every row went in). What ``BatchBuilder.append`` does for each row, without its
+    per-row Python (keyword call, serializer check, metadata): its builder's ``append``
+    directly, the offset counted here. The producer has no serializers (eos hands it
+    bytes)."""
+    if batch._closed:
+        return 0, next(rows, None)
+    append, first = batch._builder.append, batch._relative_offset
+    offset = first
+    try:
+        for row in rows:
+            stamp, key, value, headers = row
+            if append(offset, stamp, key, value, headers) is None:
+                batch.close()
+                return offset - first, row
+            offset += 1
+    finally:
+        batch._relative_offset = offset
+    return offset - first, None
 
 
 def begin(producer: AIOKafkaProducer) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 import aiokafka
 from aiokafka import errors as kerrors
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
+from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.producer.transaction_manager import PidAndEpoch, TransactionResult
 from aiokafka.structs import TopicPartition
 
@@ -65,6 +66,9 @@ METHODS: dict[str, str] = {
     "aiokafka.producer.message_accumulator.MessageBatch.get_data_buffer": "self",
     "aiokafka.producer.message_accumulator.MessageBatch.failure": "self, exception",
     "aiokafka.producer.message_accumulator.BatchBuilder.close": "self",
+    "aiokafka.record._crecords.default_records.DefaultRecordBatchBuilder.append": (
+        "self, offset, timestamp, key, value, headers"
+    ),
     "aiokafka.client.AIOKafkaClient.bootstrap": "self",
     "aiokafka.client.AIOKafkaClient.send": "self, node_id, request, *, group",
     "aiokafka.client.AIOKafkaClient.force_metadata_update": "self",
@@ -95,6 +99,9 @@ ATTRIBUTES: dict[str, list[str]] = {
     ],
     "aiokafka.producer.message_accumulator.MessageAccumulator": ["_batches", "_batch_size"],
     "aiokafka.producer.message_accumulator.MessageBatch": ["_builder"],
+    "aiokafka.producer.message_accumulator.BatchBuilder": [
+        "_builder", "_relative_offset", "_closed", "_key_serializer", "_value_serializer",
+    ],
     "aiokafka.consumer.consumer.AIOKafkaConsumer": ["_client"],
     "aiokafka.protocol.api.Request": ["ALLOW_UNKNOWN_API_VERSION"],
     "aiokafka.protocol.api.RequestStruct": ["FLEXIBLE_VERSION"],
@@ -233,6 +240,36 @@ def _private_accesses(tree: ast.AST) -> Iterator[tuple[int, str]]:
             and not (isinstance(node.value, ast.Call) and ast.unparse(node.value) == "super()")
         ):
             yield node.lineno, node.attr
+
+
+def test_append_rows_builds_the_batch_that_batch_builder_append_builds() -> None:
+    """Row by row the same bytes as the public ``append``; a full batch hands back the
+    row that did not fit and takes no more."""
+    rows: list[private.Row] = [
+        (1700000000000 + n, b"k%d" % n if n % 3 else None, b"v" * n, [("h", b"x")] if n % 2 else [])
+        for n in range(40)
+    ]  # fmt: skip
+    public, direct = _builder(), _builder()
+    expected = 0
+    for stamp, key, value, headers in rows:
+        if public.append(timestamp=stamp, key=key, value=value, headers=headers) is None:
+            break
+        expected += 1
+    assert 0 < expected < len(rows)
+    it = iter(rows)
+    count, left = private.append_rows(direct, it)
+    assert (count, left) == (expected, rows[expected])
+    assert next(it) == rows[expected + 1]  # the rest stays for the next batch
+    assert private.append_rows(direct, iter(rows)) == (0, rows[0])  # full: closed
+    assert direct.record_count() == public.record_count() == expected
+    assert bytes(direct._build()) == bytes(public._build())
+    fresh = _builder()
+    assert private.append_rows(fresh, iter(rows[:3])) == (3, None)
+    assert fresh.record_count() == 3
+
+
+def _builder() -> BatchBuilder:
+    return BatchBuilder(600, 0, is_transactional=True)
 
 
 def test_bootstrap_still_opens_its_connection_through_the_module_s_create_conn() -> None:

@@ -54,3 +54,5 @@ def test_partitions_of_a_key_column() -> None:
     for partitions in ([0, 1, 2], [0, 1, 2, 3, 4, 5, 6], [2, 5, 9]):
         expected = [-1 if k is None else partitioner.partition(k, partitions) for k in keys]
         assert partitioner.partitions(keys, partitions) == expected
+        every = [k for k in keys if k is not None]  # no None: the modulo in numpy
+        assert partitioner.partitions(every, partitions) == [p for p in expected if p >= 0]

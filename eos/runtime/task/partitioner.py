@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 _MAX_CACHED_KEYS = 65_536
 _M = 0x5BD1E995
@@ -56,6 +56,12 @@ def murmur2_many(keys: Sequence[bytes]) -> list[int]:
     word column by word column in uint32 arithmetic, which wraps like Java's int)."""
     if _np is None or len(keys) < _VECTOR_MIN_KEYS:
         return [murmur2(key) for key in keys]
+    result: list[int] = _murmur2_array(keys).tolist()
+    return result
+
+
+def _murmur2_array(keys: Sequence[bytes]) -> Any:
+    """:func:`murmur2_many` as a numpy ``uint32`` array (numpy present)."""
     np = _np
     m = np.uint32(_M)
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
@@ -87,8 +93,7 @@ def murmur2_many(keys: Sequence[bytes]) -> list[int]:
         h *= m
         h ^= h >> np.uint32(15)
         hashes[rows] = h
-    result: list[int] = hashes.tolist()
-    return result
+    return hashes
 
 
 class KeyPartitioner:
@@ -111,6 +116,14 @@ class KeyPartitioner:
         """The partition of every key at once; -1 where the key is None (the caller
         picks a partition for records without a key)."""
         count = len(partitions)
+        if _np is not None and len(keys) >= _VECTOR_MIN_KEYS and None not in keys:
+            # every key present: the modulo on the hashes' array too, one list at the end
+            hashes = _murmur2_array(cast(Sequence[bytes], keys))
+            chosen_ids = (hashes & _np.uint32(0x7FFFFFFF)) % _np.uint32(count)
+            if list(partitions) != list(range(count)):
+                chosen_ids = _np.asarray(partitions)[chosen_ids]
+            every: list[int] = chosen_ids.tolist()
+            return every
         present = [key for key in keys if key is not None]
         hashed = murmur2_many(present)
         if list(partitions) == list(range(count)):

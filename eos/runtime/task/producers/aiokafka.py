@@ -36,8 +36,9 @@ API only.
 from __future__ import annotations
 
 import itertools
+import operator
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -337,6 +338,28 @@ class _OpenBatch:
         return True
 
 
+K = TypeVar("K")
+
+
+def _indices_by(targets: Sequence[K]) -> dict[K, list[int]]:
+    """The indices of each distinct item of ``targets``, in order."""
+    groups: dict[K, list[int]] = {}
+    for i, target in enumerate(targets):
+        group = groups.get(target)
+        if group is None:
+            group = groups[target] = []
+        group.append(i)
+    return groups
+
+
+def _picker(indices: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
+    """The items of a column at ``indices``, in their order (C-speed)."""
+    if len(indices) == 1:
+        (only,) = indices
+        return lambda column: (column[only],)
+    return operator.itemgetter(*indices)
+
+
 class _Segment:
     """The open batches of one :meth:`AiokafkaTaskProducer.send`, by topic and partition."""
 
@@ -426,37 +449,71 @@ class _Segment:
             self.sent.nbytes += sum(map(len, filter(None, block.keys)))
 
     async def _append_block(self, block: RecordBlock) -> None:
+        """The rows of ``block`` by topic and partition (in order within each), each run
+        appended to its open batch by :func:`~eos.kafka.aiokafka_private.append_rows`.
+        Rows are grouped by their indices (no row object is kept: tens of thousands of
+        live tuples would wake the garbage collector)."""
         n = len(block.values)
         if not n:
             return
         keys: Sequence[bytes | None] = block.keys if block.keys is not None else [None] * n
         stamps = block.timestamps if block.timestamps is not None else itertools.repeat(None)
-        topics: Iterable[str]
+        headers = header_rows(block)
         if block.topics is None:
-            topics = itertools.repeat(block.topic)
-            known = await self.partitions(block.topic)
-            partitions = self.partitioner.partitions(keys, known)
-            if -1 in partitions:
-                sticky = self.sticky(block.topic, known)
-                partitions = [sticky if p < 0 else p for p in partitions]
-        else:
-            topics = block.topics
-            partitions = [
-                await self._row_partition(t, k) for t, k in zip(topics, keys, strict=True)
-            ]
-        batches = self.batches
-        for topic, partition, key, value, stamp, headers in zip(
-            topics, partitions, keys, block.values, stamps, header_rows(block), strict=False
-        ):
-            batch = batches.get((topic, partition))
-            if batch is None or (
-                batch.builder.append(timestamp=stamp, key=key, value=value, headers=headers) is None
-            ):
-                await self.add(block, topic, partition, stamp, key, value, headers)
+            topic = block.topic
+            known = await self.partitions(topic)
+            if block.keys is None:  # the segment's partition for records without a key
+                partitions = [self.sticky(topic, known)]
             else:
-                if not batch.count:
-                    batch.first = block
-                batch.count += 1
+                partitions = self.partitioner.partitions(keys, known)
+                if -1 in partitions:
+                    sticky = self.sticky(topic, known)
+                    partitions = [sticky if p < 0 else p for p in partitions]
+            if len(partitions) == 1 or partitions.count(partitions[0]) == n:
+                rows = zip(stamps, keys, block.values, headers, strict=False)
+                await self._append_rows(block, topic, partitions[0], rows)
+                return
+            groups = {(topic, p): found for p, found in _indices_by(partitions).items()}
+        else:
+            targets = [
+                (t, await self._row_partition(t, k))
+                for t, k in zip(block.topics, keys, strict=True)
+            ]
+            groups = _indices_by(targets)
+        if not isinstance(stamps, itertools.repeat):
+            stamps = list(stamps)
+        if not isinstance(headers, itertools.repeat):
+            headers = list(headers)
+        for (topic, partition), indices in groups.items():
+            pick = _picker(indices)
+            rows = zip(
+                stamps if isinstance(stamps, itertools.repeat) else pick(stamps),
+                pick(keys),
+                pick(block.values),
+                headers if isinstance(headers, itertools.repeat) else pick(headers),
+                strict=False,
+            )
+            await self._append_rows(block, topic, partition, rows)
+
+    async def _append_rows(
+        self, block: RecordBlock, topic: str, partition: int, rows: Iterator[private.Row]
+    ) -> None:
+        """Append ``rows`` to the open batch of ``topic``-``partition``, queuing each batch
+        that fills and opening the next (:meth:`add`)."""
+        batches = self.batches
+        while True:
+            batch = batches.get((topic, partition))
+            if batch is None:
+                left = next(rows, None)
+            else:
+                count, left = private.append_rows(batch.builder, rows)
+                if count:
+                    if not batch.count:
+                        batch.first = block
+                    batch.count += count
+            if left is None:
+                return
+            await self.add(block, topic, partition, *left)
 
     async def _row_partition(self, topic: str, key: bytes | None) -> int:
         known = await self.partitions(topic)
