@@ -13,18 +13,20 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from services.file_lock import file_lock
+from tests.scripts import load_script
 
 _POLICY_RC = Path("/usr/sbin/policy-rc.d")
-_APT_LOCK = Path(tempfile.gettempdir()) / "eos-apt-get.lock"
-"""Held around every install: the suite's parallel workers take turns (apt-get's own
-locks would fail the second ``apt-get update``, and each worker's ``policy-rc.d``
-would be removed under the other's install)."""
+_APT_LOCK: Path = load_script("deploy/image/build_image.py").APT_LOCK
+"""Held around every install: the suite's parallel workers take turns, with each other and
+with the container tools' install (``deploy/image/build_image.py``, started by
+``tests/prebuild.py`` beside the first tests): apt-get's own locks would fail the second
+``apt-get update``, and each worker's ``policy-rc.d`` would be removed under the other's
+install."""
 _INSTALL_TIMEOUT = 900.0
 _lock = threading.Lock()
 _updated = False

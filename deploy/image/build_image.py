@@ -39,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -120,8 +121,23 @@ def run(
     return done.stdout
 
 
+APT_LOCK = Path(tempfile.gettempdir()) / "eos-apt-get.lock"
+"""Held around every apt-get run, here and in the test suite (``tests/debian.py``), which
+installs packages from its parallel workers while this installs the container tools: a
+second ``apt-get update`` fails at once on apt's own lock instead of waiting for it."""
+
+
+@contextlib.contextmanager
+def apt_lock() -> Iterator[None]:
+    """One apt-get at a time among eos's processes (:data:`APT_LOCK`)."""
+    with APT_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_tools(tools: Iterable[str] = TOOLS) -> None:
-    """Install the Debian packages of the missing ``tools`` (apt-get, as root)."""
+    """Install the Debian packages of the missing ``tools`` (apt-get, as root, one
+    apt-get at a time: :func:`apt_lock`)."""
     missing = [TOOLS[t] for t in tools if shutil.which(t) is None]
     if not missing:
         return
@@ -130,9 +146,10 @@ def ensure_tools(tools: Iterable[str] = TOOLS) -> None:
     log(f"installing {' '.join(missing)} from Debian")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     lock = ("-o", "DPkg::Lock::Timeout=600")
-    run(["apt-get", *lock, "update", "-q"], env=env, timeout=900)
-    run(["apt-get", *lock, "install", "-y", "-q", "--no-install-recommends", *missing],
-        env=env, timeout=900)  # fmt: skip
+    with apt_lock():
+        run(["apt-get", *lock, "update", "-q"], env=env, timeout=900)
+        run(["apt-get", *lock, "install", "-y", "-q", "--no-install-recommends", *missing],
+            env=env, timeout=900)  # fmt: skip
 
 
 def debian_sources(directory: Path = Path("/etc/apt/sources.list.d")) -> str:

@@ -3,12 +3,18 @@ base is made from."""
 
 from __future__ import annotations
 
+import fcntl
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests import debian
 from tests.container import builder
+from tests.scripts import REPO
 
+BUILDER = REPO / "deploy/image/build_image.py"
 DEBIAN = """Types: deb
 URIs: http://mirror.example/debian
 Suites: bookworm bookworm-updates
@@ -69,3 +75,22 @@ def test_no_debian_source_is_one_clear_error(tmp_path: Path) -> None:
     build = builder()
     with pytest.raises(build.ImageError, match="no apt source of Debian bookworm"):
         build.debian_sources(tmp_path)
+
+
+def test_the_container_tools_install_and_the_suite_s_installs_take_turns() -> None:
+    """While the image builder holds its apt lock (installing podman beside the first tests),
+    the suite's own install (tests/debian.py) cannot start its apt-get: the same lock."""
+    script = (
+        f"import runpy, sys; lock = runpy.run_path({str(BUILDER)!r})['apt_lock']\n"
+        "with lock():\n    print('held', flush=True); sys.stdin.read()"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as holder:
+        assert holder.stdout is not None
+        assert holder.stdin is not None
+        assert holder.stdout.readline() == "held\n"
+        with debian._APT_LOCK.open("a") as handle, pytest.raises(BlockingIOError):
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
