@@ -129,7 +129,7 @@ class Settings:
         Importance.LOW,
         "Most lines per poll, and at most 8 MiB of them (with transaction.boundary=poll, "
         "also per transaction: FileStreamSource's 2000 would commit a transaction every "
-        "2000 lines, a third of the rate on 100-byte lines).",
+        "2000 lines, about half the rate on 100-byte lines).",
     )
     encoding: str = setting(
         "encoding",
