@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -41,9 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+from services.file_lock import file_lock
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / "deploy" / "image"
@@ -127,12 +128,9 @@ installs packages from its parallel workers while this installs the container to
 second ``apt-get update`` fails at once on apt's own lock instead of waiting for it."""
 
 
-@contextlib.contextmanager
-def apt_lock() -> Iterator[None]:
+def apt_lock() -> contextlib.AbstractContextManager[None]:
     """One apt-get at a time among eos's processes (:data:`APT_LOCK`)."""
-    with APT_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return file_lock(APT_LOCK)
 
 
 def ensure_tools(tools: Iterable[str] = TOOLS) -> None:
@@ -355,13 +353,9 @@ def image_size(ref: str) -> int:
     return int(run(["podman", "image", "inspect", "--format", "{{.Size}}", ref]).strip())
 
 
-@contextlib.contextmanager
-def build_lock() -> Iterator[None]:
+def build_lock() -> contextlib.AbstractContextManager[None]:
     """One build at a time (``make image`` and a test session may both ask)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with (CACHE / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return file_lock(CACHE / ".lock")
 
 
 def build(tag: str | None = None, *, variant: str = "latest", rebuild: bool = False) -> str:
