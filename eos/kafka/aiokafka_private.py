@@ -63,7 +63,7 @@ from aiokafka import errors as kerrors
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.conn import AIOKafkaConnection
-from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.producer.message_accumulator import BatchBuilder, MessageAccumulator
 from aiokafka.producer.sender import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
@@ -259,6 +259,26 @@ def queued_for(producer: AIOKafkaProducer, topic: str, partition: int) -> bool:
     return bool(producer._message_accumulator._batches.get(TopicPartition(topic, partition)))
 
 
+def _close_batches(accumulator: MessageAccumulator) -> None:
+    """Close every batch the accumulator holds: nothing joins them any more, and a closed
+    batch does not wait out ``linger.ms`` (the transaction ends now)."""
+    for batches in accumulator._batches.values():
+        for batch in batches:
+            batch._builder.close()
+
+
+def send_now(producer: AIOKafkaProducer) -> None:
+    """Have the background sender send every queued batch now, without waiting out
+    ``linger.ms`` (a transaction's last batch and its offsets records would each wait
+    that long before the commit): close them and wake the sender, as aiokafka's own
+    ``commit_transaction`` does before it waits for them."""
+    accumulator = producer._message_accumulator
+    _close_batches(accumulator)
+    waiter = accumulator.waiter()
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 async def flush_transaction(producer: AIOKafkaProducer, *, version2: bool) -> None:
     """Add the transaction's new partitions (version 2: the Produce request does), then
     send every queued batch (retrying what aiokafka retries). Failed batches fail their
@@ -276,9 +296,7 @@ async def flush_transaction(producer: AIOKafkaProducer, *, version2: bool) -> No
         waiter = txn.wait_for_transaction_end()
         if waiter.done():  # an abortable error (e.g. a topic not authorised)
             waiter.result()
-    for batches in accumulator._batches.values():
-        for batch in batches:
-            batch._builder.close()  # no lingering: the transaction ends now
+    _close_batches(accumulator)
     while accumulator._batches:
         nodes, unknown_leaders = accumulator.drain_by_nodes(ignore_nodes=set())
         if len(nodes) == 1:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import pytest
 
 from eos.api import SourceRecord
@@ -133,6 +134,33 @@ async def test_back_to_back_transactions_wait_for_the_previous_markers(
     assert sorted(values) == sorted(
         r.value for n in range(300) for r in _records(topic, f"t{n}", 1)
     )
+
+
+async def test_a_commit_does_not_wait_out_linger_once_the_background_sender_sends(
+    client_config: ClientConfig,
+    topic_factory: TopicFactory,
+    transactional_id: Callable[[], str],
+) -> None:
+    """A transaction's last batch and its offsets records are sent at the commit, not
+    after ``linger.ms``: nothing else joins them (with the default 5 ms, every
+    transaction handed to the background sender waited that long before its EndTxn)."""
+    topic, offsets = await topic_factory(), await topic_factory()
+    lingering = client_config.with_overrides(producer={"linger.ms": "600000"})
+    producer = _producer(lingering, transactional_id())
+    await producer.start()
+    plan = [("big", 400), ("small", 2)]  # the first outgrows the batch: the sender takes over
+    try:
+        for name, count in plan:
+            await producer.begin()
+            await producer.send(_records(topic, name, count, 500), _raw, per_record=False)
+            await producer.send_offsets(offsets, [(name.encode(), b"v")])
+            with anyio.fail_after(30):  # ten minutes of linger otherwise
+                await producer.commit()
+            assert private.sender_running(producer._producer)
+    finally:
+        await producer.close()
+    values = await committed_values(client_config, topic, timeout=10)
+    assert sorted(values) == sorted(r.value for n, c in plan for r in _records(topic, n, c, 500))
 
 
 async def test_a_transaction_one_batch_too_large_stays_with_the_task(

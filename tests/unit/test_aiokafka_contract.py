@@ -63,6 +63,7 @@ METHODS: dict[str, str] = {
         "self, ignore_nodes, muted_partitions"
     ),
     "aiokafka.producer.message_accumulator.MessageAccumulator.flush_for_commit": "self",
+    "aiokafka.producer.message_accumulator.MessageAccumulator.waiter": "self",
     "aiokafka.producer.message_accumulator.MessageBatch.get_data_buffer": "self",
     "aiokafka.producer.message_accumulator.MessageBatch.failure": "self, exception",
     "aiokafka.producer.message_accumulator.BatchBuilder.close": "self",

@@ -26,7 +26,9 @@ transaction's batches fit the accumulator, the commit sends them and ends the tr
 from the task's coroutine, which costs a fraction of the sender's wake-ups and tasks. The
 accumulator holds one batch per partition: the first time in a transaction that a second
 one is due, the task sends what is queued first (a poll slightly over a batch stays
-here); the second time, the producer goes to the sender for good. Either way
+here); the second time, the producer goes to the sender for good. Then the commit has
+the sender send what is still queued at once (a transaction's last batch and its offsets
+records would otherwise each wait out ``linger.ms`` first). Either way
 a batch the broker rejected fails the commit before EndTxn (aiokafka alone would commit the
 rest of the transaction, offsets included). All of that reaches into aiokafka's private
 parts, so it lives in :mod:`eos.kafka.aiokafka_private`; this module uses aiokafka's public
@@ -193,6 +195,8 @@ class AiokafkaTaskProducer:
     async def flush(self) -> None:
         if self._inline():  # nothing sends the transaction's batches but the task
             await self._call(private.flush_transaction(self._producer, version2=self._version2))
+        else:  # the last batches would wait out linger.ms first
+            private.send_now(self._producer)
         pending, self._pending, self._checked = self._pending, [], 0
         for i, queued in enumerate(pending):
             try:
