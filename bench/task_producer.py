@@ -36,6 +36,7 @@ from eos.kafka import ClientConfig
 from eos.kafka import aiokafka_private as private
 from eos.kafka.admin import ensure_topic
 from eos.runtime.task.producers import make_task_producer
+from eos.runtime.task.producers.base import ProducerClient
 
 TASK_DEFAULTS = {"linger.ms": "5", "batch.size": "524288"}
 """What a task's producer gets on a worker running one task (source_task.py)."""
@@ -57,7 +58,7 @@ def unchanged() -> Iterator[None]:
     yield
 
 
-VARIANTS: dict[str, tuple[str, dict[str, str], Callable[[], Any]]] = {
+VARIANTS: dict[str, tuple[ProducerClient, dict[str, str], Callable[[], Any]]] = {
     "aiokafka": ("aiokafka", {}, unchanged),
     "aiokafka-lingering": ("aiokafka", {}, lingering),
     "librdkafka": ("librdkafka", {}, unchanged),
