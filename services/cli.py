@@ -26,7 +26,8 @@ def _dev_kafka(args: argparse.Namespace) -> int:
             print(str(already))
             return 0
         print(f"Kafka {state.version} ready: bootstrap.servers={state.bootstrap}")
-        print(f"  data and logs: {state.data_dir}   stop with: eos dev-kafka stop")
+        stop = dev_kafka.stop_command("dev-kafka", state.data_dir)
+        print(f"  data and logs: {state.data_dir}   stop with: {stop}")
         security = kafka.security(state)
         if security.secured:
             print(f"  security: {security.protocol} ({args.security}), super user admin")
@@ -35,7 +36,11 @@ def _dev_kafka(args: argparse.Namespace) -> int:
         return _dev_kafka_user(kafka, args)
     elif args.action == "stop":
         stopped = kafka.stop()
-        print(f"stopped broker(s) {stopped}" if stopped else "no dev-kafka broker was running")
+        print(
+            f"stopped broker(s) {stopped}"
+            if stopped
+            else f"no dev-kafka broker was running in {kafka.data_dir}"
+        )
     else:
         known = kafka.state()
         if known is None:
@@ -60,11 +65,15 @@ def _dev_registry(args: argparse.Namespace) -> int:
             print(str(already))
             return 0
         print(f"Apicurio Registry {state.version} ready: schema.registry.url={state.url}")
-        print(
-            f"  storage: {state.storage}   log: {state.log_file}   stop with: eos dev-registry stop"
-        )
+        stop = dev_kafka.stop_command("dev-registry", state.data_dir)
+        print(f"  storage: {state.storage}   log: {state.log_file}   stop with: {stop}")
     elif args.action == "stop":
-        print("stopped the registry" if registry.stop() else "no dev-registry was running")
+        stopped = registry.stop()
+        print(
+            "stopped the registry"
+            if stopped
+            else f"no dev-registry was running in {registry.data_dir}"
+        )
     else:
         known = registry.state()
         if known is None:

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -60,6 +61,17 @@ and only what it made itself (the state file and the broker directories)."""
 def cache_dir() -> Path:
     """Where downloads live: ``$EOS_CACHE_DIR`` (the Makefile sets ``.cache/``)."""
     return Path(os.environ.get("EOS_CACHE_DIR") or Path.home() / ".cache" / "eos")
+
+
+def stop_command(tool: str, data_dir: str | Path) -> str:
+    """The command that stops the ``eos <tool>`` (``dev-kafka``, ``dev-registry``) whose
+    data is in ``data_dir``, as typed in any shell: with ``--data-dir`` unless that is the
+    directory found without ``$EOS_CACHE_DIR`` (the Makefile sets the variable for its own
+    commands, not in the user's shell)."""
+    command = f"eos {tool} stop"
+    if Path(data_dir).resolve() != (Path.home() / ".cache" / "eos" / tool).resolve():
+        command += f" --data-dir {shlex.quote(str(data_dir))}"
+    return command
 
 
 def deploy_dir() -> Path:
@@ -469,7 +481,7 @@ class AlreadyRunning(DevKafkaError):
         pids = ", ".join(str(n.pid) for n in state.nodes if n.alive())
         super().__init__(
             f"Kafka already runs at {state.bootstrap} (pids {pids}, data {state.data_dir}); "
-            "use it, or stop it first with: eos dev-kafka stop"
+            f"use it, or stop it first with: {stop_command('dev-kafka', state.data_dir)}"
         )
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from eos.errors import DevKafkaError
-from services.dev_kafka import DevKafka, cache_dir, free_ports, port_open
+from services.dev_kafka import DevKafka, cache_dir, free_ports, port_open, stop_command
 from services.file_lock import file_lock
 
 VERSION = "3.3.3"
@@ -201,7 +201,8 @@ class AlreadyRunning(DevRegistryError):
         self.state = state
         super().__init__(
             f"the registry already runs at {state.url} (pid {state.pid}, data "
-            f"{state.data_dir}); use it, or stop it first with: eos dev-registry stop"
+            f"{state.data_dir}); use it, or stop it first with: "
+            f"{stop_command('dev-registry', state.data_dir)}"
         )
 
 

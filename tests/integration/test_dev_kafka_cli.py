@@ -38,7 +38,9 @@ def test_start_status_second_start_stop(tmp_path: Path) -> None:
         again = eos("dev-kafka", "start", "--port", "0", "--data-dir", data)
         assert again.returncode == 0
         assert f"Kafka already runs at {bootstrap}" in again.stdout
-        assert "eos dev-kafka stop" in again.stdout
+        # typed as printed, in a shell without the Makefile's EOS_CACHE_DIR, it stops it
+        assert f"stop it first with: eos dev-kafka stop --data-dir {data}" in again.stdout
+        assert f"stop with: eos dev-kafka stop --data-dir {data}" in started.stdout
     finally:
         stopped = eos("dev-kafka", "stop", "--data-dir", data)
     assert stopped.returncode == 0
@@ -46,6 +48,8 @@ def test_start_status_second_start_stop(tmp_path: Path) -> None:
     status = eos("dev-kafka", "status", "--data-dir", data)
     assert status.returncode == 3
     assert "stopped" in status.stdout
+    again = eos("dev-kafka", "stop", "--data-dir", data)
+    assert again.stdout.strip() == f"no dev-kafka broker was running in {data}"
 
 
 def test_status_without_cluster(tmp_path: Path) -> None:

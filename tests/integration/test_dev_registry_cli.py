@@ -105,7 +105,9 @@ def test_start_status_second_start_taken_port_stop(tmp_path: Path) -> None:
         url = url_of(started)
         assert url == f"http://127.0.0.1:{port}{CCOMPAT_PATH}"
         assert "storage: memory" in started.stdout
-        assert "eos dev-registry stop" in started.stdout
+        assert (
+            f"stop with: eos dev-registry stop --data-dir {Path(data).resolve()}" in started.stdout
+        )
 
         schema_id = register(url, "orders-value", AVRO)
         assert schema_by_id(url, schema_id) == AVRO
@@ -118,9 +120,10 @@ def test_start_status_second_start_taken_port_stop(tmp_path: Path) -> None:
 
         again = eos("dev-registry", "start", "--port", str(port), "--data-dir", data)
         assert again.returncode == 0, again.stdout + again.stderr
+        resolved = Path(data).resolve()
         assert again.stdout.strip().splitlines() == [
-            f"the registry already runs at {url} (pid {pid}, data {Path(data).resolve()}); "
-            "use it, or stop it first with: eos dev-registry stop"
+            f"the registry already runs at {url} (pid {pid}, data {resolved}); "
+            f"use it, or stop it first with: eos dev-registry stop --data-dir {resolved}"
         ]
 
         taken = one_error_line(
@@ -145,7 +148,7 @@ def test_start_status_second_start_taken_port_stop(tmp_path: Path) -> None:
 
     stopped = eos("dev-registry", "stop", "--data-dir", data)
     assert stopped.returncode == 0
-    assert stopped.stdout.strip() == "no dev-registry was running"
+    assert stopped.stdout.strip() == f"no dev-registry was running in {data}"
 
 
 def test_status_without_registry(tmp_path: Path) -> None:
