@@ -4,6 +4,7 @@ polled, and a restart continues without duplicates or gaps."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -15,6 +16,7 @@ import anyio.to_thread
 import pytest
 
 from eos.kafka import ClientConfig
+from eos.kafka.read_to_end import TopicReader
 from services.connectors.spark import generate_sample_dataset
 from tests.conftest import TopicFactory
 from tests.integration.test_spark_worker import SPARK, log_end, spark_connector, wait_for_ids
@@ -90,16 +92,29 @@ async def test_group_sigterm_and_sigint_stop_a_spark_worker_cleanly(
     try:
         for sig in (signal.SIGTERM, signal.SIGINT):
             worker.start(own_group=True)
+            assert worker.proc is not None
             await anyio.to_thread.run_sync(worker.wait_running, "spark", 1, 120)
-            target = await log_end(client_config, topic) + 8_000  # in the middle of the file
-            while await log_end(client_config, topic) < target:
-                assert worker.alive(), worker.tail()
-                await anyio.sleep(0.05)
+            # In the middle of the file, whatever the machine's speed: 8 000 rows on, the
+            # worker is frozen (SIGSTOP) where it is, gets the group signal while frozen
+            # and reads it the moment it goes on (SIGCONT).
+            reader = TopicReader(client_config, topic)
+            await reader.start()
+            try:
+                target = sum((await reader.end_offsets()).values()) + 8_000
+                while sum((await reader.end_offsets()).values()) < target:
+                    assert worker.alive(), worker.tail()
+                    await anyio.sleep(0.02)
+                os.kill(worker.proc.pid, signal.SIGSTOP)
+                await anyio.sleep(0.5)  # Produce requests on the wire land meanwhile
+                frozen = sum((await reader.end_offsets()).values())
+            finally:
+                await reader.close()
+            assert frozen < SPARK_ROWS - 20_000, ("too near the end to test a stop", frozen)
             jvms = worker.children()
             assert jvms, "no Spark JVM under the worker"
             started = time.monotonic()
             worker.signal_group(sig)
-            assert worker.proc is not None
+            os.kill(worker.proc.pid, signal.SIGCONT)
             code = await anyio.to_thread.run_sync(worker.proc.wait, graceful + 30)
             took = time.monotonic() - started
             assert code == 0, worker.tail()
