@@ -58,9 +58,14 @@ MARKER = ".eos-dev-kafka"
 and only what it made itself (the state file and the broker directories)."""
 
 
+def home_cache_dir() -> Path:
+    """Where downloads live without ``$EOS_CACHE_DIR``."""
+    return Path.home() / ".cache" / "eos"
+
+
 def cache_dir() -> Path:
     """Where downloads live: ``$EOS_CACHE_DIR`` (the Makefile sets ``.cache/``)."""
-    return Path(os.environ.get("EOS_CACHE_DIR") or Path.home() / ".cache" / "eos")
+    return Path(os.environ.get("EOS_CACHE_DIR") or home_cache_dir())
 
 
 def stop_command(tool: str, data_dir: str | Path) -> str:
@@ -69,7 +74,7 @@ def stop_command(tool: str, data_dir: str | Path) -> str:
     directory found without ``$EOS_CACHE_DIR`` (the Makefile sets the variable for its own
     commands, not in the user's shell)."""
     command = f"eos {tool} stop"
-    if Path(data_dir).resolve() != (Path.home() / ".cache" / "eos" / tool).resolve():
+    if Path(data_dir).resolve() != (home_cache_dir() / tool).resolve():
         command += f" --data-dir {shlex.quote(str(data_dir))}"
     return command
 
