@@ -60,9 +60,14 @@ async def log_end(config: ClientConfig, topic: str) -> int:
     reader = TopicReader(config, topic)
     await reader.start()
     try:
-        return sum((await reader.end_offsets()).values())
+        return await reader_end(reader)
     finally:
         await reader.close()
+
+
+async def reader_end(reader: TopicReader) -> int:
+    """:func:`log_end` through a reader already open (a wait that asks many times)."""
+    return sum((await reader.end_offsets()).values())
 
 
 async def wait_for_ids(

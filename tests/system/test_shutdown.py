@@ -19,7 +19,13 @@ from eos.kafka import ClientConfig
 from eos.kafka.read_to_end import TopicReader
 from services.connectors.spark import generate_sample_dataset
 from tests.conftest import TopicFactory
-from tests.integration.test_spark_worker import SPARK, log_end, spark_connector, wait_for_ids
+from tests.integration.test_spark_worker import (
+    SPARK,
+    log_end,
+    reader_end,
+    spark_connector,
+    wait_for_ids,
+)
 from tests.integration.worker_harness import WorkerProcess, wait_gone, worker_props
 from tests.system.test_crash import run_verify
 
@@ -100,13 +106,13 @@ async def test_group_sigterm_and_sigint_stop_a_spark_worker_cleanly(
             reader = TopicReader(client_config, topic)
             await reader.start()
             try:
-                target = sum((await reader.end_offsets()).values()) + 8_000
-                while sum((await reader.end_offsets()).values()) < target:
+                target = await reader_end(reader) + 8_000
+                while await reader_end(reader) < target:
                     assert worker.alive(), worker.tail()
                     await anyio.sleep(0.02)
                 os.kill(worker.proc.pid, signal.SIGSTOP)
                 await anyio.sleep(0.5)  # Produce requests on the wire land meanwhile
-                frozen = sum((await reader.end_offsets()).values())
+                frozen = await reader_end(reader)
             finally:
                 await reader.close()
             assert frozen < SPARK_ROWS - 20_000, ("too near the end to test a stop", frozen)
